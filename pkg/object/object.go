@@ -1,0 +1,354 @@
+// Package object holds the immutable record of a stored Kubernetes-style
+// object: its identity, resourceVersion, labels and selectable fields, and
+// the ready-to-serve JSON bytes with metadata.resourceVersion already set.
+//
+// A record is built from JSON in one pass (Decode) and never changes, so it
+// can be shared by the cache, every list and every watcher without copying.
+package object
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+)
+
+// Object is one stored object at one resourceVersion. It is immutable.
+type Object struct {
+	// Key locates the object within its resource: "namespace/name" or, for
+	// cluster-scoped resources, "name".
+	key string
+	rv  uint64
+	// fields[i] is the value of schema.paths[i]; the first three are
+	// metadata.name, metadata.namespace and metadata.uid.
+	fields fieldValues
+	labels Labels
+	// json is the served form. json[rvStart:rvEnd] is the inserted
+	// `"resourceVersion":"N"` member (with its comma); the stored form is the
+	// rest.
+	json           []byte
+	rvStart, rvEnd int32
+}
+
+// Key is the object's key within its resource ("ns/name" or "name").
+func (o *Object) Key() string { return o.key }
+
+// ResourceVersion is the etcd revision that last modified the object (for
+// a deletion event: the deletion's revision).
+func (o *Object) ResourceVersion() uint64 { return o.rv }
+
+// Name is metadata.name.
+func (o *Object) Name() string { return o.fields.values[nameIndex] }
+
+// Namespace is metadata.namespace ("" for cluster-scoped objects).
+func (o *Object) Namespace() string { return o.fields.values[namespaceIndex] }
+
+// UID is metadata.uid.
+func (o *Object) UID() string { return o.fields.values[uidIndex] }
+
+// Labels are metadata.labels, for label selectors.
+func (o *Object) Labels() Labels { return o.labels }
+
+// Fields are the selectable fields, for field selectors. The result is
+// shared: do not keep it beyond the object.
+func (o *Object) Fields() *fieldValues { return &o.fields }
+
+// JSON is the object as served to clients, metadata.resourceVersion
+// included. Callers must not modify it.
+func (o *Object) JSON() []byte { return o.json }
+
+// Stored returns the object as stored in etcd: JSON without
+// metadata.resourceVersion. It allocates; it is for writes.
+func (o *Object) Stored() []byte {
+	out := make([]byte, 0, len(o.json)-int(o.rvEnd-o.rvStart))
+	out = append(out, o.json[:o.rvStart]...)
+	return append(out, o.json[o.rvEnd:]...)
+}
+
+// StoredEqual reports whether other's stored form equals this object's
+// stored form, without allocating.
+func (o *Object) StoredEqual(other *Object) bool {
+	a1, a2 := o.json[:o.rvStart], o.json[o.rvEnd:]
+	b1, b2 := other.json[:other.rvStart], other.json[other.rvEnd:]
+	if len(a1)+len(a2) != len(b1)+len(b2) {
+		return false
+	}
+	// Compare the two split byte ranges as if each were contiguous.
+	i, j := 0, 0
+	next := func(p1, p2 []byte, k int) []byte {
+		if k < len(p1) {
+			return p1[k:]
+		}
+		return p2[k-len(p1):]
+	}
+	for i < len(a1)+len(a2) {
+		x, y := next(a1, a2, i), next(b1, b2, j)
+		n := min(len(x), len(y))
+		if !bytes.Equal(x[:n], y[:n]) {
+			return false
+		}
+		i += n
+		j += n
+	}
+	return true
+}
+
+// WithResourceVersion returns a copy of the object at another
+// resourceVersion (used for a deletion, which carries the last state at the
+// deletion's revision).
+func (o *Object) WithResourceVersion(rv uint64) *Object {
+	cp := *o
+	cp.rv = rv
+	comma := o.json[o.rvEnd-1] == ','
+	cp.json, cp.rvStart, cp.rvEnd = spliceRV(rv, comma, o.json[:o.rvStart], o.json[o.rvEnd:])
+	return &cp
+}
+
+// Size is the number of bytes the record holds beyond its fixed header,
+// for memory accounting.
+func (o *Object) Size() int { return len(o.json) }
+
+// String names the object for logs and test failures.
+func (o *Object) String() string { return fmt.Sprintf("%s@%d", o.key, o.rv) }
+
+const (
+	nameIndex = iota
+	namespaceIndex
+	uidIndex
+	firstSelectableIndex
+)
+
+// ErrInvalid is wrapped by every Decode error caused by the input.
+var ErrInvalid = errors.New("invalid object")
+
+// Decode builds the record of the object whose JSON is data, stored under
+// key at revision rv. A metadata.resourceVersion in data is dropped (the
+// record carries rv instead); Decode reports its value as clientRV so that a
+// writer can check it. data is not retained.
+func Decode(schema *Schema, key string, data []byte, rv uint64) (obj *Object, clientRV string, err error) {
+	d := decoder{s: scanner{data: data}, metaOpen: -1, rvKeyStart: -1}
+	d.values = make([]string, len(schema.paths))
+	if err := d.object(schema.root); err != nil {
+		return nil, "", fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if d.s.peek() != 0 {
+		return nil, "", fmt.Errorf("%w: %v", ErrInvalid, d.s.syntaxError("data after the object"))
+	}
+	if d.metaOpen < 0 {
+		return nil, "", fmt.Errorf("%w: metadata must be an object", ErrInvalid)
+	}
+	sort.Sort(labelPairs(d.labels))
+
+	// Cut the client's resourceVersion member (and one adjacent comma) out.
+	before, after := data, []byte(nil)
+	if d.rvKeyStart >= 0 {
+		cutStart, cutEnd := memberCut(data, d.rvKeyStart, d.rvValueEnd)
+		before, after = data[:cutStart], data[cutEnd:]
+	}
+	// Insert ours first in metadata: after its '{'.
+	head, mid := before[:d.metaOpen+1], before[d.metaOpen+1:]
+	next := firstNonSpace(mid)
+	if next == 0 {
+		next = firstNonSpace(after)
+	}
+	needComma := next != '}'
+	obj = &Object{
+		key:    key,
+		rv:     rv,
+		fields: fieldValues{schema: schema, values: d.values},
+		labels: Labels(d.labels),
+	}
+	obj.json, obj.rvStart, obj.rvEnd = spliceRV(rv, needComma, head, mid, after)
+	return obj, d.clientRV, nil
+}
+
+// spliceRV returns head + `"resourceVersion":"rv"` (+ ",") + tails in one
+// allocation, and the span of the inserted member.
+func spliceRV(rv uint64, comma bool, head []byte, tails ...[]byte) ([]byte, int32, int32) {
+	var num [20]byte
+	digits := strconv.AppendUint(num[:0], rv, 10)
+	member := len(`"resourceVersion":""`) + len(digits)
+	if comma {
+		member++
+	}
+	size := len(head) + member
+	for _, t := range tails {
+		size += len(t)
+	}
+	out := make([]byte, 0, size)
+	out = append(out, head...)
+	start := len(out)
+	out = append(out, `"resourceVersion":"`...)
+	out = append(out, digits...)
+	out = append(out, '"')
+	if comma {
+		out = append(out, ',')
+	}
+	end := len(out)
+	for _, t := range tails {
+		out = append(out, t...)
+	}
+	return out, int32(start), int32(end)
+}
+
+// memberCut widens the span of one object member [keyStart, valueEnd) to
+// take one separating comma with it, so the object stays valid JSON.
+func memberCut(data []byte, keyStart, valueEnd int) (int, int) {
+	i := valueEnd
+	for i < len(data) && isSpace(data[i]) {
+		i++
+	}
+	if i < len(data) && data[i] == ',' {
+		i++
+		for i < len(data) && isSpace(data[i]) {
+			i++
+		}
+		return keyStart, i
+	}
+	// Last member: take the comma before it, if any.
+	j := keyStart - 1
+	for j >= 0 && isSpace(data[j]) {
+		j--
+	}
+	if j >= 0 && data[j] == ',' {
+		return j, valueEnd
+	}
+	return keyStart, valueEnd
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func firstNonSpace(b []byte) byte {
+	for _, c := range b {
+		if !isSpace(c) {
+			return c
+		}
+	}
+	return 0
+}
+
+// decoder collects what a Schema asks for during one scan.
+type decoder struct {
+	s          scanner
+	values     []string
+	labels     []string
+	metaOpen   int // offset of metadata's '{'
+	rvKeyStart int // offset of the "resourceVersion" key in metadata, or -1
+	rvValueEnd int
+	clientRV   string
+}
+
+func (d *decoder) object(node *pathNode) error {
+	if node.role == roleMetadata {
+		if d.s.peek() != '{' {
+			return d.s.syntaxError("metadata must be an object")
+		}
+		d.metaOpen = d.s.pos
+	}
+	return d.s.forEachMember(func(key string, keyStart int) error {
+		child := node.children[key]
+		if child == nil {
+			return d.s.skipValue()
+		}
+		switch {
+		case child.role == roleResourceVersion:
+			v, _, err := d.s.scalarText()
+			if err != nil {
+				return err
+			}
+			d.clientRV, d.rvKeyStart, d.rvValueEnd = v, keyStart, d.s.pos
+			return nil
+		case child.role == roleLabels:
+			return d.readLabels()
+		case child.field >= 0:
+			v, _, err := d.s.scalarText()
+			d.values[child.field] = v
+			return err
+		case len(child.children) > 0 && d.s.peek() == '{':
+			return d.object(child)
+		default:
+			return d.s.skipValue()
+		}
+	})
+}
+
+func (d *decoder) readLabels() error {
+	if d.s.peek() == 'n' { // null
+		return d.s.skipValue()
+	}
+	return d.s.forEachMember(func(key string, _ int) error {
+		if d.s.peek() != '"' {
+			return fmt.Errorf("metadata.labels[%q] must be a string", key)
+		}
+		v, err := d.s.readString()
+		d.labels = append(d.labels, key, v)
+		return err
+	})
+}
+
+// Labels are an object's labels as sorted key/value pairs: k0, v0, k1, v1…
+// They implement k8s.io/apimachinery's labels.Labels.
+type Labels []string
+
+// Has reports whether the label is set.
+func (l Labels) Has(key string) bool {
+	_, ok := l.Lookup(key)
+	return ok
+}
+
+// Get returns the label's value, or "".
+func (l Labels) Get(key string) string {
+	v, _ := l.Lookup(key)
+	return v
+}
+
+// Map returns the labels as a map (allocates; not for hot paths).
+func (l Labels) Map() map[string]string {
+	m := make(map[string]string, len(l)/2)
+	for i := 0; i+1 < len(l); i += 2 {
+		m[l[i]] = l[i+1]
+	}
+	return m
+}
+
+// Lookup returns the label's value and whether it is set.
+func (l Labels) Lookup(key string) (string, bool) {
+	n := len(l) / 2
+	i := sort.Search(n, func(i int) bool { return l[2*i] >= key })
+	if i < n && l[2*i] == key {
+		return l[2*i+1], true
+	}
+	return "", false
+}
+
+// labelPairs sorts a flat key/value slice by key.
+type labelPairs []string
+
+func (p labelPairs) Len() int           { return len(p) / 2 }
+func (p labelPairs) Less(i, j int) bool { return p[2*i] < p[2*j] }
+func (p labelPairs) Swap(i, j int) {
+	p[2*i], p[2*j] = p[2*j], p[2*i]
+	p[2*i+1], p[2*j+1] = p[2*j+1], p[2*i+1]
+}
+
+// fieldValues are an object's selectable fields. They implement
+// k8s.io/apimachinery's fields.Fields.
+type fieldValues struct {
+	schema *Schema
+	values []string
+}
+
+// Has reports whether the field is selectable for this resource.
+func (f *fieldValues) Has(field string) bool {
+	_, ok := f.schema.index[field]
+	return ok
+}
+
+// Get returns the field's value ("" when absent from the object).
+func (f *fieldValues) Get(field string) string {
+	if i, ok := f.schema.index[field]; ok {
+		return f.values[i]
+	}
+	return ""
+}
