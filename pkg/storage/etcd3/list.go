@@ -1,0 +1,131 @@
+package etcd3
+
+import (
+	"context"
+	"strings"
+
+	"github.com/watchcache/watchcache/pkg/object"
+	"github.com/watchcache/watchcache/pkg/storage"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+const (
+	// maxPageSize caps one etcd range read while filling a filtered page.
+	maxPageSize = 10000
+	// maxRangeReads bounds the etcd reads of one filtered page: after that
+	// many the page is returned short, with a continue token (KEP-365
+	// allows fewer items than the limit, even none).
+	maxRangeReads = 8
+)
+
+// GetList implements storage.Interface, following storage.PlanList:
+// consistent, "any" and "not older than" reads are quorum reads of the
+// newest revision (the latter checked against N); exact reads and
+// continuations read at their revision, so every page of a list comes from
+// one snapshot.
+func (s *Store) GetList(ctx context.Context, scope string, opts storage.ListOptions) (*storage.List, error) {
+	plan, err := storage.PlanList(opts, scope)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkScope(scope); err != nil {
+		return nil, err
+	}
+	if err := opts.ValidateSelectors(s.schema); err != nil {
+		return nil, err
+	}
+	list, err := s.list(ctx, scope, plan, &opts)
+	if err != nil && plan.Continuation && storage.CodeOf(err) == storage.ErrExpired {
+		// KEP-365: offer to continue from the same key at the newest revision.
+		return nil, &storage.Error{
+			Code: storage.ErrExpired, Key: scope, ResourceVersion: plan.RV,
+			Message:  "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+			Continue: storage.EncodeContinue(storage.InconsistentContinueRV, plan.StartKey),
+		}
+	}
+	return list, err
+}
+
+// list reads one page: range reads from the start key until the page holds
+// Limit matching objects, the range ends, or maxRangeReads is reached.
+func (s *Store) list(ctx context.Context, scope string, plan storage.ListPlan, opts *storage.ListOptions) (*storage.List, error) {
+	from := s.prefix + scope
+	if plan.StartKey != "" {
+		from = s.prefix + plan.StartKey
+	}
+	end := clientv3.GetPrefixRangeEnd(s.prefix + scope)
+	var rev int64
+	if plan.Read == storage.ReadExact {
+		rev = int64(plan.RV)
+	}
+	filtered := opts.Filtered()
+	pageSize := plan.Limit
+	out := &storage.List{}
+	for reads := 0; ; reads++ {
+		ops := []clientv3.OpOption{clientv3.WithRange(end)}
+		if rev > 0 {
+			ops = append(ops, clientv3.WithRev(rev))
+		}
+		if pageSize > 0 {
+			ops = append(ops, clientv3.WithLimit(pageSize))
+		}
+		resp, err := s.client.Get(ctx, from, ops...)
+		if err != nil {
+			return nil, interpret(err, scope)
+		}
+		if rev == 0 {
+			// Later reads of this page, and later pages, use this snapshot.
+			rev = resp.Header.Revision
+			if plan.Read == storage.ReadNotOlderThan && uint64(rev) < plan.RV {
+				return nil, storage.NewTooLargeResourceVersion(plan.RV, uint64(rev))
+			}
+		}
+		out.ResourceVersion = uint64(rev)
+		for i, kv := range resp.Kvs {
+			obj, err := s.decodeKV(kv.Key, kv.Value, kv.ModRevision)
+			if err != nil {
+				return nil, err
+			}
+			if opts.Matches(obj) {
+				out.Items = append(out.Items, obj)
+			}
+			if plan.Limit > 0 && int64(len(out.Items)) == plan.Limit {
+				more := i < len(resp.Kvs)-1 || resp.More
+				if more {
+					s.setContinue(out, rev, kv.Key)
+					if !filtered {
+						remaining := resp.Count - int64(i+1)
+						out.RemainingItemCount = &remaining
+					}
+				}
+				return out, nil
+			}
+		}
+		if !resp.More {
+			return out, nil
+		}
+		// The page is not full and the range goes on.
+		last := resp.Kvs[len(resp.Kvs)-1].Key
+		if reads+1 >= maxRangeReads {
+			s.setContinue(out, rev, last)
+			return out, nil
+		}
+		from = string(last) + "\x00"
+		pageSize = min(pageSize*2, maxPageSize)
+	}
+}
+
+// setContinue sets a token that resumes right after lastKey, at rev.
+func (s *Store) setContinue(out *storage.List, rev int64, lastKey []byte) {
+	out.Continue = storage.EncodeContinue(rev, strings.TrimPrefix(string(lastKey), s.prefix)+"\x00")
+}
+
+// listAll reads every object under scope matching opts at the plan's read
+// kind, in one range read; for watches' initial state.
+func (s *Store) listAll(ctx context.Context, scope string, read storage.ReadKind, rv uint64, opts *storage.ListOptions) ([]*object.Object, uint64, error) {
+	l, err := s.list(ctx, scope, storage.ListPlan{Read: read, RV: rv}, opts)
+	if err != nil {
+		return nil, 0, err
+	}
+	return l.Items, l.ResourceVersion, nil
+}

@@ -1,0 +1,284 @@
+// Package etcd3 implements storage.Interface with every call served by
+// etcd.
+//
+// Layout: an object under key K lives at etcd key Prefix + "/" + K. Its
+// resourceVersion is the key's mod_revision; a list's resourceVersion is the
+// revision of the read. Stored values never contain
+// metadata.resourceVersion; it is spliced in when the record is built.
+// Writes are transactions comparing mod_revision (optimistic concurrency).
+package etcd3
+
+import (
+	"context"
+	"encoding/json"
+	"path"
+	"strings"
+
+	"github.com/watchcache/watchcache/pkg/object"
+	"github.com/watchcache/watchcache/pkg/storage"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/metadata"
+)
+
+// Config configures a Store.
+type Config struct {
+	Client *clientv3.Client
+	// Prefix is the resource's etcd key prefix, e.g. "/registry/pods",
+	// without a trailing slash.
+	Prefix string
+	Schema *object.Schema
+}
+
+// Store is one resource's storage in etcd.
+type Store struct {
+	client *clientv3.Client
+	prefix string // Config.Prefix + "/"
+	schema *object.Schema
+}
+
+var _ storage.Interface = (*Store)(nil)
+
+// New returns a Store for the resource under cfg.Prefix.
+func New(cfg Config) *Store {
+	return &Store{client: cfg.Client, prefix: strings.TrimSuffix(cfg.Prefix, "/") + "/", schema: cfg.Schema}
+}
+
+// Schema implements storage.Interface.
+func (s *Store) Schema() *object.Schema { return s.schema }
+
+// Create implements storage.Interface: a transaction that puts the key only
+// if it has never been created (create_revision 0), so two concurrent
+// creates cannot both succeed.
+func (s *Store) Create(ctx context.Context, key string, data []byte) (*object.Object, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	obj, clientRV, err := s.decodeWrite(key, data)
+	if err != nil {
+		return nil, err
+	}
+	if clientRV != "" {
+		return nil, storage.NewError(storage.ErrInvalid, key, "resourceVersion should not be set on objects to be created")
+	}
+	full := s.prefix + key
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(full), "=", 0)).
+		Then(clientv3.OpPut(full, string(obj.Stored()))).
+		Commit()
+	if err != nil {
+		return nil, interpret(err, key)
+	}
+	if !resp.Succeeded {
+		return nil, storage.NewAlreadyExists(key)
+	}
+	return obj.WithResourceVersion(uint64(resp.Header.Revision)), nil
+}
+
+// Get implements storage.Interface. Every Get is a linearizable read, which
+// satisfies "any" and "not older than" as well; for "not older than N" the
+// read's revision is checked against N.
+func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (*object.Object, error) {
+	plan, err := storage.PlanGet(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	resp, err := s.client.Get(ctx, s.prefix+key)
+	if err != nil {
+		return nil, interpret(err, key)
+	}
+	if plan.Read == storage.ReadNotOlderThan && uint64(resp.Header.Revision) < plan.RV {
+		return nil, storage.NewTooLargeResourceVersion(plan.RV, uint64(resp.Header.Revision))
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, storage.NewNotFound(key)
+	}
+	return s.decodeKV(resp.Kvs[0].Key, resp.Kvs[0].Value, resp.Kvs[0].ModRevision)
+}
+
+// GuaranteedUpdate implements storage.Interface.
+func (s *Store) GuaranteedUpdate(ctx context.Context, key string, pre *storage.Preconditions, tryUpdate storage.UpdateFunc, cached *object.Object) (*object.Object, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	full := s.prefix + key
+	cur, fromCache := cached, cached != nil
+	for {
+		if cur == nil {
+			var err error
+			if cur, err = s.Get(ctx, key, storage.GetOptions{}); err != nil {
+				return nil, err
+			}
+		}
+		// A cached state may be stale: an outcome computed from it (a failed
+		// precondition, an error or a no-op) is redone once against the
+		// state read from etcd.
+		refreshIfCached := func() bool {
+			if fromCache {
+				cur, fromCache = nil, false
+				return true
+			}
+			return false
+		}
+		if err := pre.Check(key, cur); err != nil {
+			if refreshIfCached() {
+				continue
+			}
+			return nil, err
+		}
+		data, err := tryUpdate(cur)
+		if err != nil {
+			if refreshIfCached() {
+				continue
+			}
+			return nil, err
+		}
+		next, _, err := s.decodeWrite(key, data)
+		if err != nil {
+			return nil, err
+		}
+		if next.StoredEqual(cur) {
+			if refreshIfCached() {
+				continue
+			}
+			return cur, nil
+		}
+		resp, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(full), "=", int64(cur.ResourceVersion()))).
+			Then(clientv3.OpPut(full, string(next.Stored()))).
+			Else(clientv3.OpGet(full)).
+			Commit()
+		if err != nil {
+			return nil, interpret(err, key)
+		}
+		if resp.Succeeded {
+			return next.WithResourceVersion(uint64(resp.Header.Revision)), nil
+		}
+		if cur, err = s.currentFromElse(key, resp); err != nil {
+			return nil, err
+		}
+		fromCache = false
+	}
+}
+
+// Delete implements storage.Interface.
+func (s *Store) Delete(ctx context.Context, key string, pre *storage.Preconditions, cached *object.Object) (*object.Object, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	full := s.prefix + key
+	cur, fromCache := cached, cached != nil
+	for {
+		if cur == nil {
+			var err error
+			if cur, err = s.Get(ctx, key, storage.GetOptions{}); err != nil {
+				return nil, err
+			}
+		}
+		if err := pre.Check(key, cur); err != nil {
+			if fromCache {
+				cur, fromCache = nil, false
+				continue
+			}
+			return nil, err
+		}
+		resp, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(full), "=", int64(cur.ResourceVersion()))).
+			Then(clientv3.OpDelete(full)).
+			Else(clientv3.OpGet(full)).
+			Commit()
+		if err != nil {
+			return nil, interpret(err, key)
+		}
+		if resp.Succeeded {
+			return cur.WithResourceVersion(uint64(resp.Header.Revision)), nil
+		}
+		if cur, err = s.currentFromElse(key, resp); err != nil {
+			return nil, err
+		}
+		fromCache = false
+	}
+}
+
+// CurrentResourceVersion implements storage.Interface: a linearizable read
+// of one key that never exists (the bare prefix), whose header carries the
+// current revision.
+func (s *Store) CurrentResourceVersion(ctx context.Context) (uint64, error) {
+	resp, err := s.client.Get(ctx, s.prefix, clientv3.WithLimit(1), clientv3.WithKeysOnly())
+	if err != nil {
+		return 0, interpret(err, "")
+	}
+	return uint64(resp.Header.Revision), nil
+}
+
+// RequestProgress implements storage.Interface. It must reach the gRPC
+// stream this store's watches use, so it carries the same metadata.
+func (s *Store) RequestProgress(ctx context.Context) error {
+	return interpret(s.client.RequestProgress(s.watchContext(ctx)), "")
+}
+
+// watchContext gives every watch of this resource one etcd watch stream of
+// its own (etcd picks the stream by the context's outgoing metadata), and
+// makes the stream fail when the member loses its leader.
+func (s *Store) watchContext(ctx context.Context) context.Context {
+	return clientv3.WithRequireLeader(metadata.AppendToOutgoingContext(ctx, "watchcache-resource", s.prefix))
+}
+
+func (s *Store) currentFromElse(key string, resp *clientv3.TxnResponse) (*object.Object, error) {
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 {
+		return nil, storage.NewNotFound(key)
+	}
+	return s.decodeKV(kvs[0].Key, kvs[0].Value, kvs[0].ModRevision)
+}
+
+// decodeWrite checks and decodes an object about to be written under key,
+// and returns the metadata.resourceVersion the writer put in it.
+func (s *Store) decodeWrite(key string, data []byte) (*object.Object, string, error) {
+	if !json.Valid(data) {
+		return nil, "", storage.NewError(storage.ErrInvalid, key, "object is not valid JSON")
+	}
+	obj, clientRV, err := object.Decode(s.schema, key, data, 0)
+	if err != nil {
+		return nil, "", &storage.Error{Code: storage.ErrInvalid, Key: key, Message: err.Error()}
+	}
+	want := obj.Name()
+	if obj.Namespace() != "" {
+		want = obj.Namespace() + "/" + want
+	}
+	if want != key {
+		return nil, "", storage.NewError(storage.ErrInvalid, key, "object's namespace/name %q does not match its key %q", want, key)
+	}
+	return obj, clientRV, nil
+}
+
+// decodeKV builds the record of a key-value read from etcd.
+func (s *Store) decodeKV(fullKey, value []byte, rev int64) (*object.Object, error) {
+	key := strings.TrimPrefix(string(fullKey), s.prefix)
+	obj, _, err := object.Decode(s.schema, key, value, uint64(rev))
+	if err != nil {
+		return nil, &storage.Error{Code: storage.ErrInternal, Key: key, Message: "stored object cannot be decoded", Err: err}
+	}
+	return obj, nil
+}
+
+// checkKey rejects keys that could address something outside the resource.
+func checkKey(key string) error {
+	if key == "" || strings.HasPrefix(key, "/") || path.Clean("/"+key) != "/"+key {
+		return storage.NewBadRequest("invalid key %q", key)
+	}
+	return nil
+}
+
+// checkScope rejects scopes other than "" and a clean "prefix/".
+func checkScope(scope string) error {
+	if scope == "" {
+		return nil
+	}
+	if !strings.HasSuffix(scope, "/") {
+		return storage.NewBadRequest("invalid scope %q: must end with /", scope)
+	}
+	return checkKey(strings.TrimSuffix(scope, "/"))
+}

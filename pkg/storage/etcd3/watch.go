@@ -1,0 +1,192 @@
+package etcd3
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/watchcache/watchcache/pkg/object"
+	"github.com/watchcache/watchcache/pkg/storage"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+)
+
+// resultBuffer is the number of events a watcher holds for a slow reader
+// before its etcd stream is no longer drained.
+const resultBuffer = 100
+
+// Watch implements storage.Interface, following storage.PlanWatch. Errors
+// that can be known before the stream starts (validation, a resourceVersion
+// ahead of etcd, a failed initial list) are returned here; later ones
+// arrive as an EventError, after which the channel closes.
+func (s *Store) Watch(ctx context.Context, scope string, opts storage.ListOptions) (storage.Watcher, error) {
+	plan, err := storage.PlanWatch(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkScope(scope); err != nil {
+		return nil, err
+	}
+	if err := opts.ValidateSelectors(s.schema); err != nil {
+		return nil, err
+	}
+	var initial []*object.Object
+	var from uint64 // stream events after this revision
+	switch {
+	case plan.Initial != 0:
+		if initial, from, err = s.listAll(ctx, scope, plan.Initial, plan.RV, &opts); err != nil {
+			return nil, err
+		}
+	case plan.FromNow:
+		if from, err = s.CurrentResourceVersion(ctx); err != nil {
+			return nil, err
+		}
+	default:
+		from = plan.RV
+		if plan.RequireReached {
+			current, err := s.CurrentResourceVersion(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if current < plan.RV {
+				return nil, storage.NewTooLargeResourceVersion(plan.RV, current)
+			}
+		}
+	}
+
+	wctx, cancel := context.WithCancel(ctx)
+	w := &watcher{
+		store:  s,
+		opts:   opts,
+		plan:   plan,
+		from:   from,
+		result: make(chan storage.Event, resultBuffer),
+		cancel: cancel,
+	}
+	watchOpts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithRev(int64(from) + 1), clientv3.WithPrevKV()}
+	if plan.Bookmarks {
+		watchOpts = append(watchOpts, clientv3.WithProgressNotify())
+	}
+	// Opened before returning so that the start revision is pinned now.
+	etcdEvents := s.client.Watch(s.watchContext(wctx), s.prefix+scope, watchOpts...)
+	w.done.Add(1)
+	go w.run(wctx, initial, etcdEvents)
+	return w, nil
+}
+
+type watcher struct {
+	store  *Store
+	opts   storage.ListOptions
+	plan   storage.WatchPlan
+	from   uint64
+	result chan storage.Event
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+}
+
+func (w *watcher) ResultChan() <-chan storage.Event { return w.result }
+
+// Stop ends the watch and waits until its goroutine has let go of the etcd
+// stream.
+func (w *watcher) Stop() {
+	w.cancel()
+	w.done.Wait()
+}
+
+func (w *watcher) run(ctx context.Context, initial []*object.Object, etcdEvents clientv3.WatchChan) {
+	defer w.done.Done()
+	defer close(w.result)
+	defer w.cancel()
+	for _, obj := range initial {
+		if !w.send(ctx, storage.Event{Type: storage.EventAdded, Object: obj, ResourceVersion: obj.ResourceVersion()}) {
+			return
+		}
+	}
+	if w.plan.InitialEventsEnd {
+		if !w.send(ctx, storage.Event{Type: storage.EventBookmark, ResourceVersion: w.from, InitialEventsEnd: true}) {
+			return
+		}
+	}
+	for resp := range etcdEvents {
+		if resp.CompactRevision != 0 {
+			w.send(ctx, storage.Event{Type: storage.EventError, Err: storage.NewExpired(w.from,
+				fmt.Sprintf("the etcd history before revision %d has been compacted", resp.CompactRevision))})
+			return
+		}
+		if err := resp.Err(); err != nil {
+			se, _ := interpret(err, "").(*storage.Error)
+			if se == nil { // cancelled by us
+				return
+			}
+			w.send(ctx, storage.Event{Type: storage.EventError, Err: se})
+			return
+		}
+		if resp.IsProgressNotify() {
+			if w.plan.Bookmarks && !w.send(ctx, storage.Event{Type: storage.EventBookmark, ResourceVersion: uint64(resp.Header.Revision)}) {
+				return
+			}
+			continue
+		}
+		for _, e := range resp.Events {
+			ev, ok, err := w.translate(e)
+			if err != nil {
+				w.send(ctx, storage.Event{Type: storage.EventError, Err: err})
+				return
+			}
+			if ok && !w.send(ctx, ev) {
+				return
+			}
+		}
+	}
+}
+
+// send delivers an event unless the watch ends first.
+func (w *watcher) send(ctx context.Context, ev storage.Event) bool {
+	select {
+	case w.result <- ev:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// translate turns an etcd event into the event this watcher's selectors
+// see: an object that starts matching is ADDED, one that stops matching is
+// DELETED (with its last matching state at the event's revision).
+func (w *watcher) translate(e *clientv3.Event) (storage.Event, bool, *storage.Error) {
+	rev := uint64(e.Kv.ModRevision)
+	var cur, old *object.Object
+	if e.Type == mvccpb.PUT {
+		obj, err := w.store.decodeKV(e.Kv.Key, e.Kv.Value, e.Kv.ModRevision)
+		if err != nil {
+			return storage.Event{}, false, err.(*storage.Error)
+		}
+		cur = obj
+	}
+	if e.PrevKv != nil {
+		obj, err := w.store.decodeKV(e.PrevKv.Key, e.PrevKv.Value, e.Kv.ModRevision)
+		if err != nil {
+			return storage.Event{}, false, err.(*storage.Error)
+		}
+		old = obj
+	}
+	curPasses := cur != nil && w.opts.Matches(cur)
+	oldPasses := old != nil && w.opts.Matches(old)
+	switch {
+	case e.Type == mvccpb.DELETE:
+		if old == nil || !oldPasses {
+			// Without the previous value (compacted) there is no last state
+			// to send; the object cannot have been seen by a selector-less
+			// client either without its creation, which is also compacted.
+			return storage.Event{}, false, nil
+		}
+		return storage.Event{Type: storage.EventDeleted, Object: old, ResourceVersion: rev}, true, nil
+	case e.IsCreate() || (curPasses && !oldPasses && old != nil):
+		return storage.Event{Type: storage.EventAdded, Object: cur, ResourceVersion: rev}, curPasses, nil
+	case curPasses:
+		return storage.Event{Type: storage.EventModified, Object: cur, ResourceVersion: rev}, true, nil
+	case oldPasses:
+		return storage.Event{Type: storage.EventDeleted, Object: old, ResourceVersion: rev}, true, nil
+	}
+	return storage.Event{}, false, nil
+}

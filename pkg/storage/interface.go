@@ -1,0 +1,110 @@
+// Package storage is the contract between the HTTP server and the stores
+// behind it (etcd3, and the watch cache wrapping it): the Interface, its
+// options, the semantics tables that turn options into a read plan, typed
+// errors and continue tokens.
+//
+// Keys are relative to a store's resource: "namespace/name" for namespaced
+// objects, "name" for cluster-scoped ones. A scope is a key prefix: "" for
+// the whole resource, "namespace/" for one namespace.
+package storage
+
+import (
+	"context"
+
+	"github.com/watchcache/watchcache/pkg/object"
+)
+
+// Interface is one resource's storage.
+type Interface interface {
+	// Schema describes the resource's objects (selectable fields).
+	Schema() *object.Schema
+
+	// Create stores a new object under key; it fails with ErrAlreadyExists
+	// if the key exists. data must not carry metadata.resourceVersion.
+	Create(ctx context.Context, key string, data []byte) (*object.Object, error)
+
+	// Get returns the object under key, read as opts.ResourceVersion says.
+	Get(ctx context.Context, key string, opts GetOptions) (*object.Object, error)
+
+	// GetList returns the objects under scope that match the selectors, read
+	// as the list table says (see PlanList).
+	GetList(ctx context.Context, scope string, opts ListOptions) (*List, error)
+
+	// Watch streams changes under scope as the watch table says (see
+	// PlanWatch). Validation errors are returned here, before any event.
+	Watch(ctx context.Context, scope string, opts ListOptions) (Watcher, error)
+
+	// GuaranteedUpdate reads the object under key, checks preconditions,
+	// applies tryUpdate and writes the result if the object did not change
+	// meanwhile, retrying on conflict. cached, if not nil, is a recent state
+	// of the object tried first (saving a read); a stale one costs a retry.
+	// When tryUpdate returns the stored bytes unchanged nothing is written
+	// and the current object is returned.
+	GuaranteedUpdate(ctx context.Context, key string, preconditions *Preconditions, tryUpdate UpdateFunc, cached *object.Object) (*object.Object, error)
+
+	// Delete removes the object under key if the preconditions hold, and
+	// returns its last state at the deletion's revision. cached is as for
+	// GuaranteedUpdate.
+	Delete(ctx context.Context, key string, preconditions *Preconditions, cached *object.Object) (*object.Object, error)
+
+	// CurrentResourceVersion returns etcd's current revision, read
+	// linearizably.
+	CurrentResourceVersion(ctx context.Context) (uint64, error)
+
+	// RequestProgress asks etcd to send a progress notification on this
+	// store's watch stream.
+	RequestProgress(ctx context.Context) error
+}
+
+// UpdateFunc computes an object's new JSON from its current state. Any
+// metadata.resourceVersion in the result is ignored.
+type UpdateFunc func(current *object.Object) ([]byte, error)
+
+// List is the result of GetList.
+type List struct {
+	Items []*object.Object
+	// ResourceVersion is the revision the list reflects.
+	ResourceVersion uint64
+	// Continue, if not empty, fetches the next page.
+	Continue string
+	// RemainingItemCount, when known (no selector filtered the list), is the
+	// number of objects after this page.
+	RemainingItemCount *int64
+}
+
+// Watcher is a running watch.
+type Watcher interface {
+	// ResultChan delivers events; it is closed when the watch ends.
+	ResultChan() <-chan Event
+	// Stop ends the watch and releases what it holds. It is safe to call
+	// more than once and concurrently with delivery.
+	Stop()
+}
+
+// EventType is the type of a watch event, as on the wire.
+type EventType string
+
+// The watch event types.
+const (
+	EventAdded    EventType = "ADDED"
+	EventModified EventType = "MODIFIED"
+	EventDeleted  EventType = "DELETED"
+	EventBookmark EventType = "BOOKMARK"
+	EventError    EventType = "ERROR"
+)
+
+// Event is one watch event.
+type Event struct {
+	Type EventType
+	// Object is the new state (for EventDeleted: the last state, at the
+	// deletion's revision). Nil for EventBookmark and EventError.
+	Object *object.Object
+	// ResourceVersion is the event's revision; for Bookmark, the revision
+	// the watch has reached.
+	ResourceVersion uint64
+	// InitialEventsEnd marks the Bookmark that ends the initial state of a
+	// sendInitialEvents watch (annotation k8s.io/initial-events-end).
+	InitialEventsEnd bool
+	// Err is set for EventError.
+	Err *Error
+}

@@ -1,0 +1,81 @@
+package storage
+
+import (
+	"github.com/watchcache/watchcache/pkg/object"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// GetOptions are the options of Get.
+type GetOptions struct {
+	// ResourceVersion: "" most recent, "0" any, "N" not older than N.
+	ResourceVersion string
+}
+
+// ListOptions are the options of GetList and Watch, as on the wire.
+type ListOptions struct {
+	ResourceVersion      string
+	ResourceVersionMatch metav1.ResourceVersionMatch
+	Limit                int64
+	Continue             string
+	// Labels and Fields select objects; nil selects everything.
+	Labels labels.Selector
+	Fields fields.Selector
+	// AllowWatchBookmarks asks a watch for BOOKMARK events.
+	AllowWatchBookmarks bool
+	// SendInitialEvents asks a watch for the current state first, ended by a
+	// BOOKMARK marked k8s.io/initial-events-end (nil: unset).
+	SendInitialEvents *bool
+}
+
+// Preconditions must hold for an update or delete to happen.
+type Preconditions struct {
+	UID             *string
+	ResourceVersion *string
+}
+
+// Check returns an ErrConflict naming the first precondition obj fails.
+func (p *Preconditions) Check(key string, obj *object.Object) error {
+	if p == nil {
+		return nil
+	}
+	if p.UID != nil && *p.UID != obj.UID() {
+		return NewError(ErrConflict, key, "Precondition failed: UID in precondition: %s, UID in object meta: %s", *p.UID, obj.UID())
+	}
+	if p.ResourceVersion != nil && *p.ResourceVersion != FormatResourceVersion(obj.ResourceVersion()) {
+		return NewError(ErrConflict, key, "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %d", *p.ResourceVersion, obj.ResourceVersion())
+	}
+	return nil
+}
+
+// Matches reports whether obj passes the options' selectors.
+func (o *ListOptions) Matches(obj *object.Object) bool {
+	if o.Labels != nil && !o.Labels.Empty() && !o.Labels.Matches(obj.Labels()) {
+		return false
+	}
+	if o.Fields != nil && !o.Fields.Empty() && !o.Fields.Matches(obj.Fields()) {
+		return false
+	}
+	return true
+}
+
+// Filtered reports whether the selectors can drop objects (so counts of
+// keys are not counts of results).
+func (o *ListOptions) Filtered() bool {
+	return (o.Labels != nil && !o.Labels.Empty()) || (o.Fields != nil && !o.Fields.Empty())
+}
+
+// ValidateSelectors rejects field selectors on fields the resource does not
+// make selectable, as kube-apiserver does ("field label not supported").
+func (o *ListOptions) ValidateSelectors(schema *object.Schema) error {
+	if o.Fields == nil {
+		return nil
+	}
+	for _, r := range o.Fields.Requirements() {
+		if !schema.Selectable(r.Field) {
+			return NewBadRequest("field label not supported: %s", r.Field)
+		}
+	}
+	return nil
+}
