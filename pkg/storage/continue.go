@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"path"
@@ -52,7 +53,7 @@ func DecodeContinue(token, scope string) (Continuation, error) {
 		return Continuation{}, NewBadRequest("invalid continue token: not base64url: %v", err)
 	}
 	var c continueToken
-	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
 		return Continuation{}, NewBadRequest("invalid continue token: %v", err)
@@ -65,6 +66,11 @@ func DecodeContinue(token, scope string) (Continuation, error) {
 	}
 	if err := checkStartKey(c.StartKey, scope); err != nil {
 		return Continuation{}, err
+	}
+	// One continuation has one token: reject every other spelling of it
+	// (trailing data, duplicate or re-cased keys, loose base64).
+	if EncodeContinue(c.ResourceVersion, c.StartKey) != token {
+		return Continuation{}, NewBadRequest("invalid continue token: not in canonical form")
 	}
 	return Continuation{ResourceVersion: c.ResourceVersion, StartKey: c.StartKey}, nil
 }

@@ -11,9 +11,9 @@ type ReadKind int
 
 const (
 	// ReadConsistent: the most recent state, reflecting every write
-	// acknowledged before the read began (resourceVersion unsetValue).
+	// acknowledged before the read began (resourceVersion unset).
 	ReadConsistent ReadKind = iota + 1
-	// ReadAny: anyValue state; the freshest one at hand (resourceVersion "0").
+	// ReadAny: any state; the freshest one at hand (resourceVersion "0").
 	ReadAny
 	// ReadNotOlderThan: a state at revision ≥ RV.
 	ReadNotOlderThan
@@ -22,7 +22,11 @@ const (
 )
 
 func (k ReadKind) String() string {
-	return [...]string{"none", "Consistent", "Any", "NotOlderThan", "Exact"}[k]
+	names := [...]string{"none", "Consistent", "Any", "NotOlderThan", "Exact"}
+	if k < 0 || int(k) >= len(names) {
+		return fmt.Sprintf("ReadKind(%d)", int(k))
+	}
+	return names[k]
 }
 
 // GetPlan is a validated Get.
@@ -31,7 +35,7 @@ type GetPlan struct {
 	RV   uint64
 }
 
-// PlanGet validates GetOptions: "" consistent, "0" anyValue, "N" not older than N.
+// PlanGet validates GetOptions: "" consistent, "0" any, "N" not older than N.
 func PlanGet(opts GetOptions) (GetPlan, error) {
 	switch opts.ResourceVersion {
 	case "":
@@ -56,7 +60,7 @@ type ListPlan struct {
 	// StartKey, from a continue token, is the first key to return (relative
 	// to the resource); "" starts at the scope.
 	StartKey string
-	// Continuation is setValue when the list continues an earlier page (its RV
+	// Continuation is set when the list continues an earlier page (its RV
 	// comes from the token).
 	Continuation bool
 }
@@ -110,7 +114,7 @@ type listRow struct {
 }
 
 // listTable is the contract for LIST. The "etcd implementation" column:
-// unsetValue → quorum read; token → read at the token's RV; "0" → anyValue state
+// unset → quorum read; token → read at the token's RV; "0" → any state
 // (etcd serves the newest); "N" without match and without limit → not
 // older than N; "N" with a limit (legacy) → exactly N.
 var listTable = []listRow{
@@ -239,7 +243,7 @@ const (
 )
 
 // watchRow is one row of the watch table of KEP-2340 (seeds/002), in the
-// order it is written there. sendInitial is unsetValue, falseValue or setValue (true).
+// order it is written there. sendInitial is unsetValue, falseValue or setValue (true); anyValue matches all.
 type watchRow struct {
 	rv          rvClass
 	match       metav1.ResourceVersionMatch
@@ -346,5 +350,5 @@ func checkMatch(m metav1.ResourceVersionMatch) error {
 	case matchUnset, exact, notOlder:
 		return nil
 	}
-	return NewBadRequest("%s", fmt.Sprintf("resourceVersionMatch %q is not supported: must be %q, %q or unsetValue", string(m), exact, notOlder))
+	return NewBadRequest("resourceVersionMatch %q is not supported: must be %q, %q or unset", string(m), exact, notOlder)
 }

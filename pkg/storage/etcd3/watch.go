@@ -7,8 +7,8 @@ import (
 
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // resultBuffer is the number of events a watcher holds for a slow reader
@@ -174,13 +174,13 @@ func (w *watcher) translate(e *clientv3.Event) (storage.Event, bool, *storage.Er
 	oldPasses := old != nil && w.opts.Matches(old)
 	switch {
 	case e.Type == mvccpb.DELETE:
-		if old == nil || !oldPasses {
-			// Without the previous value (compacted) there is no last state
-			// to send; the object cannot have been seen by a selector-less
-			// client either without its creation, which is also compacted.
-			return storage.Event{}, false, nil
+		if old == nil {
+			// etcd keeps the previous value of every event a watch can
+			// replay (compaction keeps each key's newest version), so this
+			// is a broken invariant, not a case to skip silently.
+			return storage.Event{}, false, &storage.Error{Code: storage.ErrInternal, Key: string(e.Kv.Key), Message: "etcd sent a deletion without the previous value"}
 		}
-		return storage.Event{Type: storage.EventDeleted, Object: old, ResourceVersion: rev}, true, nil
+		return storage.Event{Type: storage.EventDeleted, Object: old, ResourceVersion: rev}, oldPasses, nil
 	case e.IsCreate() || (curPasses && !oldPasses && old != nil):
 		return storage.Event{Type: storage.EventAdded, Object: cur, ResourceVersion: rev}, curPasses, nil
 	case curPasses:
