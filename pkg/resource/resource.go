@@ -1,0 +1,131 @@
+// Package resource is the registry of the resources the server serves:
+// the built-in core/v1 kinds and custom resources from a file.
+package resource
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/watchcache/watchcache/pkg/object"
+)
+
+// Resource describes one served resource.
+type Resource struct {
+	// Group is the API group; "" for the core group.
+	Group   string `json:"group"`
+	Version string `json:"version"`
+	Kind    string `json:"kind"`
+	// Plural is the resource name in URLs ("pods").
+	Plural     string   `json:"plural"`
+	Singular   string   `json:"singular"`
+	ShortNames []string `json:"shortNames,omitempty"`
+	Namespaced bool     `json:"namespaced"`
+	// SelectableFields are the JSON paths field selectors may use besides
+	// metadata.name and metadata.namespace.
+	SelectableFields []string `json:"selectableFields,omitempty"`
+	// IndexedFields are the selectable fields the watch cache indexes.
+	IndexedFields []string `json:"indexedFields,omitempty"`
+
+	// StrategicMergeType is a value of the kind's Go type from k8s.io/api,
+	// for strategic merge patch; nil for custom resources.
+	StrategicMergeType any `json:"-"`
+
+	schema *object.Schema
+}
+
+// GroupVersion is the apiVersion of the resource's objects ("v1",
+// "example.com/v1").
+func (r *Resource) GroupVersion() string {
+	if r.Group == "" {
+		return r.Version
+	}
+	return r.Group + "/" + r.Version
+}
+
+// ListKind is the kind of the resource's lists.
+func (r *Resource) ListKind() string { return r.Kind + "List" }
+
+// Schema is the object schema (selectable fields) of the resource.
+func (r *Resource) Schema() *object.Schema { return r.schema }
+
+// EtcdPrefix is where the resource's objects live in etcd under root:
+// root/<group>/<plural>, the core group spelled "core" (custom groups
+// always contain a dot, so they cannot collide with it).
+func (r *Resource) EtcdPrefix(root string) string {
+	group := r.Group
+	if group == "" {
+		group = "core"
+	}
+	return root + "/" + group + "/" + r.Plural
+}
+
+// Key is the storage key of an object of this resource.
+func (r *Resource) Key(namespace, name string) string {
+	if r.Namespaced {
+		return namespace + "/" + name
+	}
+	return name
+}
+
+// String names the resource for logs: "pods" or "widgets.example.com".
+func (r *Resource) String() string {
+	if r.Group == "" {
+		return r.Plural
+	}
+	return r.Plural + "." + r.Group
+}
+
+var (
+	dnsLabel  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	versionRE = regexp.MustCompile(`^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$`)
+	kindRE    = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+)
+
+// complete checks the description and builds the schema.
+func (r *Resource) complete() error {
+	switch {
+	case r.Group != "" && (!strings.Contains(r.Group, ".") || !isDNSSubdomain(r.Group)):
+		return fmt.Errorf("group %q must be a DNS subdomain containing a dot (e.g. example.com)", r.Group)
+	case !versionRE.MatchString(r.Version):
+		return fmt.Errorf("version %q must look like v1, v2beta1 or v1alpha2", r.Version)
+	case !kindRE.MatchString(r.Kind):
+		return fmt.Errorf("kind %q must be CamelCase starting with a capital letter", r.Kind)
+	case !dnsLabel.MatchString(r.Plural):
+		return fmt.Errorf("plural %q must be a lowercase DNS label", r.Plural)
+	case r.Singular != "" && !dnsLabel.MatchString(r.Singular):
+		return fmt.Errorf("singular %q must be a lowercase DNS label", r.Singular)
+	}
+	if r.Singular == "" {
+		r.Singular = strings.ToLower(r.Kind)
+	}
+	for _, s := range r.ShortNames {
+		if !dnsLabel.MatchString(s) {
+			return fmt.Errorf("short name %q must be a lowercase DNS label", s)
+		}
+	}
+	for _, f := range r.IndexedFields {
+		if !slices.Contains(r.SelectableFields, f) && f != "metadata.name" && f != "metadata.namespace" {
+			return fmt.Errorf("indexed field %q is not a selectable field", f)
+		}
+	}
+	schema, err := object.NewSchema(r.SelectableFields...)
+	if err != nil {
+		return err
+	}
+	r.schema = schema
+	return nil
+}
+
+func isDNSSubdomain(s string) bool {
+	if len(s) > 253 {
+		return false
+	}
+	for _, part := range strings.Split(s, ".") {
+		if !dnsLabel.MatchString(part) {
+			return false
+		}
+	}
+	return true
+}
