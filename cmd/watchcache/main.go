@@ -1,6 +1,6 @@
-// Command watchcache runs the watchcache storage layer: an etcd (embedded
-// unless --etcd-servers is given) and, as the project grows, the
-// Kubernetes REST server with the watch cache in front of it.
+// Command watchcache serves the Kubernetes API storage layer: Kubernetes
+// REST over HTTP for kubectl and client-go, objects in etcd (embedded unless
+// --etcd-servers is given).
 package main
 
 import (
@@ -11,43 +11,42 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/watchcache/watchcache/pkg/etcdembed"
-	"github.com/watchcache/watchcache/pkg/storage/etcd3"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
+	"github.com/watchcache/watchcache/pkg/app"
 )
 
-// config is the parsed command line.
-type config struct {
-	dataDir            string
-	etcdServers        []string
-	etcdPrefix         string
-	etcdClientPort     int
-	compactionInterval time.Duration
-}
-
-func parseFlags(args []string) (config, error) {
-	var c config
+func parseFlags(args []string) (app.Config, error) {
+	var c app.Config
 	var servers string
 	fs := flag.NewFlagSet("watchcache", flag.ContinueOnError)
-	fs.StringVar(&c.dataDir, "data-dir", "watchcache-data", "where the embedded etcd keeps its data (ignored with --etcd-servers)")
+	fs.StringVar(&c.DataDir, "data-dir", "watchcache-data", "where the embedded etcd keeps its data, and where the kubeconfig is written")
 	fs.StringVar(&servers, "etcd-servers", "", "comma-separated etcd client URLs; empty runs an embedded etcd")
-	fs.StringVar(&c.etcdPrefix, "etcd-prefix", "/registry", "the prefix of every key this server writes in etcd")
-	fs.IntVar(&c.etcdClientPort, "etcd-client-port", 2379, "loopback port of the embedded etcd (0: any free port)")
-	fs.DurationVar(&c.compactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often to compact etcd's history (0: never)")
+	fs.StringVar(&c.EtcdCAFile, "etcd-cafile", "", "CA bundle to verify the etcd servers")
+	fs.StringVar(&c.EtcdCertFile, "etcd-certfile", "", "client certificate for etcd")
+	fs.StringVar(&c.EtcdKeyFile, "etcd-keyfile", "", "client key for etcd")
+	fs.StringVar(&c.EtcdPrefix, "etcd-prefix", "/registry", "the prefix of every key this server writes in etcd")
+	fs.IntVar(&c.EtcdClientPort, "etcd-client-port", 2379, "loopback port of the embedded etcd (0: any free port)")
+	fs.DurationVar(&c.CompactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often to compact etcd's history (0: never)")
+	fs.StringVar(&c.BindAddress, "bind-address", "127.0.0.1", "address to serve HTTP on")
+	fs.IntVar(&c.Port, "port", 8080, "port to serve HTTP on (0: any free port)")
+	fs.StringVar(&c.ResourcesFile, "resources", "", "YAML file of custom resources to serve")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	if servers != "" {
-		c.etcdServers = strings.Split(servers, ",")
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	if !strings.HasPrefix(c.etcdPrefix, "/") || strings.HasSuffix(c.etcdPrefix, "/") {
-		return c, fmt.Errorf("--etcd-prefix %q must start with / and not end with /", c.etcdPrefix)
+	if servers != "" {
+		c.EtcdServers = strings.Split(servers, ",")
+	}
+	if !strings.HasPrefix(c.EtcdPrefix, "/") || strings.HasSuffix(c.EtcdPrefix, "/") {
+		return c, fmt.Errorf("--etcd-prefix %q must start with / and not end with /", c.EtcdPrefix)
+	}
+	if (c.EtcdCertFile == "") != (c.EtcdKeyFile == "") {
+		return c, errors.New("--etcd-certfile and --etcd-keyfile go together")
 	}
 	return c, nil
 }
@@ -59,58 +58,33 @@ func main() {
 		return
 	}
 	if err != nil {
-		log.Error("bad flags", "err", err)
+		fmt.Fprintln(os.Stderr, "watchcache:", err)
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, cfg, log); err != nil {
+	cfg.Log = log
+	if err := run(cfg); err != nil {
 		log.Error("watchcache failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-// run serves until ctx ends, then shuts down: clients first, then etcd,
-// so that every acknowledged write is flushed.
-func run(ctx context.Context, cfg config, log *slog.Logger) error {
-	endpoints := cfg.etcdServers
-	if len(endpoints) == 0 {
-		etcdLog, err := etcdLogger(cfg.dataDir)
-		if err != nil {
-			return err
-		}
-		defer etcdLog.Sync()
-		srv, err := etcdembed.Start(etcdembed.Config{DataDir: cfg.dataDir, ClientPort: cfg.etcdClientPort, Logger: etcdLog})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		endpoints = []string{srv.Endpoint}
-		log.Info("embedded etcd is serving", "endpoint", srv.Endpoint, "data-dir", cfg.dataDir, "log", filepath.Join(cfg.dataDir, "etcd.log"))
-	}
-	client, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+// run serves until SIGINT or SIGTERM, then shuts down cleanly.
+func run(cfg app.Config) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	a, err := app.Start(cfg)
 	if err != nil {
 		return err
 	}
-	defer client.Close()
-	if cfg.compactionInterval > 0 {
-		go etcd3.NewCompactor(client, cfg.etcdPrefix, cfg.compactionInterval, log).Run(ctx)
+	fmt.Printf("watchcache is serving the Kubernetes API on %s; point kubectl at it with: export KUBECONFIG=%s\n", a.URL, a.Kubeconfig)
+	served := make(chan error, 1)
+	go func() { served <- a.Wait() }()
+	select {
+	case <-ctx.Done():
+		cfg.Log.Info("shutting down")
+	case err := <-served:
+		a.Close()
+		return err
 	}
-	log.Info("watchcache is running; the HTTP server is not built yet (issue 3). Stop with Ctrl-C.", "etcd", endpoints)
-	<-ctx.Done()
-	log.Info("shutting down")
-	return nil
-}
-
-// etcdLogger sends the embedded etcd's warnings and errors to
-// <data-dir>/etcd.log, out of the way of this server's own log.
-func etcdLogger(dataDir string) (*zap.Logger, error) {
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, err
-	}
-	zc := zap.NewProductionConfig()
-	zc.Level = zap.NewAtomicLevelAt(zap.WarnLevel)
-	zc.OutputPaths = []string{filepath.Join(dataDir, "etcd.log")}
-	zc.ErrorOutputPaths = zc.OutputPaths
-	return zc.Build()
+	return a.Close()
 }

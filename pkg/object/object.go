@@ -29,6 +29,8 @@ type Object struct {
 	// rest.
 	json           []byte
 	rvStart, rvEnd int32
+	// json[metaStart:metaEnd] is the metadata object.
+	metaStart, metaEnd int32
 }
 
 // Key is the object's key within its resource ("ns/name" or "name").
@@ -57,6 +59,10 @@ func (o *Object) Fields() *fieldValues { return &o.fields }
 // JSON is the object as served to clients, metadata.resourceVersion
 // included. Callers must not modify it.
 func (o *Object) JSON() []byte { return o.json }
+
+// Metadata is the object's metadata as served (JSON object bytes, shared:
+// do not modify).
+func (o *Object) Metadata() []byte { return o.json[o.metaStart:o.metaEnd] }
 
 // Stored returns the object as stored in etcd: JSON without
 // metadata.resourceVersion. It allocates; it is for writes.
@@ -102,6 +108,7 @@ func (o *Object) WithResourceVersion(rv uint64) *Object {
 	cp.rv = rv
 	comma := o.json[o.rvEnd-1] == ','
 	cp.json, cp.rvStart, cp.rvEnd = spliceRV(rv, comma, o.json[:o.rvStart], o.json[o.rvEnd:])
+	cp.metaEnd += (cp.rvEnd - cp.rvStart) - (o.rvEnd - o.rvStart)
 	return &cp
 }
 
@@ -142,9 +149,11 @@ func Decode(schema *Schema, key string, data []byte, rv uint64) (obj *Object, cl
 
 	// Cut the client's resourceVersion member (and one adjacent comma) out.
 	before, after := data, []byte(nil)
+	cut := 0
 	if d.rvKeyStart >= 0 {
 		cutStart, cutEnd := memberCut(data, d.rvKeyStart, d.rvValueEnd)
 		before, after = data[:cutStart], data[cutEnd:]
+		cut = cutEnd - cutStart
 	}
 	// Insert ours first in metadata: after its '{'.
 	head, mid := before[:d.metaOpen+1], before[d.metaOpen+1:]
@@ -160,6 +169,8 @@ func Decode(schema *Schema, key string, data []byte, rv uint64) (obj *Object, cl
 		labels: Labels(d.labels),
 	}
 	obj.json, obj.rvStart, obj.rvEnd = spliceRV(rv, needComma, head, mid, after)
+	obj.metaStart = int32(d.metaOpen)
+	obj.metaEnd = int32(d.metaClose-cut) + obj.rvEnd - obj.rvStart
 	return obj, d.clientRV, nil
 }
 
@@ -234,6 +245,7 @@ type decoder struct {
 	values     []string
 	labels     []string
 	metaOpen   int // offset of metadata's '{'
+	metaClose  int // offset just after metadata's '}'
 	rvKeyStart int // offset of the "resourceVersion" key in metadata, or -1
 	rvValueEnd int
 	clientRV   string
@@ -245,6 +257,7 @@ func (d *decoder) object(node *pathNode) error {
 			return d.s.syntaxError("metadata must be an object")
 		}
 		d.metaOpen = d.s.pos
+		defer func() { d.metaClose = d.s.pos }()
 	}
 	return d.s.forEachMember(func(key string, keyStart int) error {
 		child := node.children[key]

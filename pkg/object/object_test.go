@@ -70,7 +70,14 @@ func TestResourceVersionPositions(t *testing.T) {
 		if _, has := stored["metadata"]["resourceVersion"]; has {
 			t.Errorf("%s: stored form keeps resourceVersion: %s", in, obj.Stored())
 		}
+		var md map[string]any
+		if err := json.Unmarshal(obj.Metadata(), &md); err != nil || md["resourceVersion"] != "9" {
+			t.Errorf("%s: metadata %s (%v)", in, obj.Metadata(), err)
+		}
 		again := obj.WithResourceVersion(12345)
+		if err := json.Unmarshal(again.Metadata(), &md); err != nil || md["resourceVersion"] != "12345" {
+			t.Errorf("%s: metadata after WithResourceVersion %s (%v)", in, again.Metadata(), err)
+		}
 		if err := json.Unmarshal(again.JSON(), &m); err != nil || m["metadata"]["resourceVersion"] != "12345" {
 			t.Errorf("%s: WithResourceVersion gave %s", in, again.JSON())
 		}
@@ -160,6 +167,10 @@ func FuzzDecode(f *testing.F) {
 		meta["resourceVersion"] = "77"
 		if !reflect.DeepEqual(in, served) {
 			t.Fatalf("served form %q of %q", obj.JSON(), data)
+		}
+		var servedMeta map[string]any
+		if err := json.Unmarshal(obj.Metadata(), &servedMeta); err != nil || !reflect.DeepEqual(servedMeta, meta) {
+			t.Fatalf("metadata %q of %q", obj.Metadata(), data)
 		}
 	})
 }

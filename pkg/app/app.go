@@ -1,0 +1,243 @@
+// Package app assembles the server: etcd (embedded or external), one store
+// per resource, the HTTP server, the compactor; and takes them down in
+// order.
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/watchcache/watchcache/pkg/etcdembed"
+	"github.com/watchcache/watchcache/pkg/resource"
+	"github.com/watchcache/watchcache/pkg/server"
+	"github.com/watchcache/watchcache/pkg/storage"
+	"github.com/watchcache/watchcache/pkg/storage/etcd3"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/util/uuid"
+)
+
+// Config is everything the server needs to start.
+type Config struct {
+	// DataDir holds the embedded etcd's data and the generated kubeconfig.
+	DataDir string
+	// EtcdServers, if set, are the client URLs of an external etcd.
+	EtcdServers                     []string
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
+	// EtcdPrefix prefixes every key written.
+	EtcdPrefix string
+	// EtcdClientPort is the embedded etcd's port (0: any free one).
+	EtcdClientPort int
+	// EtcdUnsafeNoFsync turns off fsync in the embedded etcd (tests only).
+	EtcdUnsafeNoFsync bool
+	// CompactionInterval is the compactor's period (0: no compaction).
+	CompactionInterval time.Duration
+	// BindAddress and Port are where HTTP is served (port 0: a free one).
+	BindAddress string
+	Port        int
+	// ResourcesFile lists custom resources (optional).
+	ResourcesFile string
+	// MinWatchTimeout is passed to the server (0: its default).
+	MinWatchTimeout time.Duration
+	Log             *slog.Logger
+}
+
+// App is a running server.
+type App struct {
+	// URL is where the API is served, e.g. http://127.0.0.1:8080.
+	URL string
+	// Kubeconfig is a kubeconfig file pointing at URL.
+	Kubeconfig string
+
+	log      *slog.Logger
+	http     *http.Server
+	served   chan error
+	cancel   context.CancelFunc
+	client   *clientv3.Client
+	etcd     *etcdembed.Server
+	etcdLog  *zap.Logger
+}
+
+// Start starts everything and returns once the API is served.
+func Start(cfg Config) (a *App, err error) {
+	a = &App{log: cfg.Log, served: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			a.Close()
+		}
+	}()
+	var resources []*resource.Resource
+	resources = append(resources, resource.Builtins()...)
+	if cfg.ResourcesFile != "" {
+		custom, err := resource.LoadFile(cfg.ResourcesFile)
+		if err != nil {
+			return nil, err
+		}
+		resources = append(resources, custom...)
+	}
+	registry, err := resource.NewRegistry(resources...)
+	if err != nil {
+		return nil, err
+	}
+	if a.client, err = a.connectEtcd(cfg); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.cancel = cancel
+	stores := map[*resource.Resource]storage.Interface{}
+	for _, res := range registry.All() {
+		stores[res] = etcd3.New(etcd3.Config{Client: a.client, Prefix: res.EtcdPrefix(cfg.EtcdPrefix), Schema: res.Schema()})
+	}
+	if err := ensureDefaultNamespace(ctx, stores[registry.Lookup("", "v1", "namespaces")]); err != nil {
+		return nil, err
+	}
+	if cfg.CompactionInterval > 0 {
+		go etcd3.NewCompactor(a.client, cfg.EtcdPrefix, cfg.CompactionInterval, cfg.Log).Run(ctx)
+	}
+	srv := server.New(server.Config{
+		Registry: registry, Stores: stores, Log: cfg.Log, MinWatchTimeout: cfg.MinWatchTimeout,
+		ReadyChecks: map[string]func(context.Context) error{"etcd": func(ctx context.Context) error {
+			_, err := stores[registry.Lookup("", "v1", "namespaces")].CurrentResourceVersion(ctx)
+			return err
+		}},
+	})
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return nil, err
+	}
+	a.URL = "http://" + ln.Addr().String()
+	// Every request's context ends when the server shuts down, so that
+	// watches end cleanly instead of holding Shutdown up.
+	a.http = &http.Server{Handler: srv, BaseContext: func(net.Listener) context.Context { return ctx }, ReadHeaderTimeout: 30 * time.Second}
+	go func() { a.served <- a.http.Serve(ln) }()
+	if a.Kubeconfig, err = writeKubeconfig(cfg.DataDir, a.URL); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// connectEtcd starts the embedded etcd unless external servers are given,
+// and returns a client.
+func (a *App) connectEtcd(cfg Config) (*clientv3.Client, error) {
+	endpoints := cfg.EtcdServers
+	var tlsConfig *tls.Config
+	if len(endpoints) == 0 {
+		var err error
+		if a.etcdLog, err = etcdLogger(cfg.DataDir); err != nil {
+			return nil, err
+		}
+		a.etcd, err = etcdembed.Start(etcdembed.Config{DataDir: filepath.Join(cfg.DataDir, "etcd"), ClientPort: cfg.EtcdClientPort,
+			UnsafeNoFsync: cfg.EtcdUnsafeNoFsync, Logger: a.etcdLog})
+		if err != nil {
+			return nil, err
+		}
+		endpoints = []string{a.etcd.Endpoint}
+		a.log.Info("embedded etcd is serving", "endpoint", a.etcd.Endpoint, "log", filepath.Join(cfg.DataDir, "etcd.log"))
+	} else if cfg.EtcdCertFile != "" || cfg.EtcdCAFile != "" {
+		info := transport.TLSInfo{CertFile: cfg.EtcdCertFile, KeyFile: cfg.EtcdKeyFile, TrustedCAFile: cfg.EtcdCAFile}
+		var err error
+		if tlsConfig, err = info.ClientConfig(); err != nil {
+			return nil, fmt.Errorf("etcd TLS: %w", err)
+		}
+	}
+	return clientv3.New(clientv3.Config{Endpoints: endpoints, TLS: tlsConfig, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+}
+
+// ensureDefaultNamespace creates namespace "default" unless it exists.
+func ensureDefaultNamespace(ctx context.Context, namespaces storage.Interface) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err := namespaces.Create(ctx, "default", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default","uid":"`+
+		string(uuid.NewUUID())+`","creationTimestamp":"`+time.Now().UTC().Format(time.RFC3339)+`"},"spec":{"finalizers":["kubernetes"]},"status":{"phase":"Active"}}`))
+	if storage.CodeOf(err) == storage.ErrAlreadyExists {
+		return nil
+	}
+	return err
+}
+
+// Wait blocks until the HTTP server stops and returns why.
+func (a *App) Wait() error {
+	err := <-a.served
+	a.served <- err
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Close shuts down in order: stop accepting and end every request (watches
+// end with a clean close), then the etcd client, then the embedded etcd,
+// which flushes every acknowledged write.
+func (a *App) Close() error {
+	if a.cancel != nil {
+		a.cancel()
+	}
+	var errs []error
+	if a.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		errs = append(errs, a.http.Shutdown(ctx))
+		cancel()
+	}
+	if a.client != nil {
+		errs = append(errs, a.client.Close())
+	}
+	if a.etcd != nil {
+		a.etcd.Close()
+	}
+	if a.etcdLog != nil {
+		a.etcdLog.Sync()
+	}
+	return errors.Join(errs...)
+}
+
+// etcdLogger sends the embedded etcd's warnings and errors to
+// <data-dir>/etcd.log, out of the way of this server's own log.
+func etcdLogger(dataDir string) (*zap.Logger, error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, err
+	}
+	zc := zap.NewProductionConfig()
+	zc.Level = zap.NewAtomicLevelAt(zap.WarnLevel)
+	zc.OutputPaths = []string{filepath.Join(dataDir, "etcd.log")}
+	zc.ErrorOutputPaths = zc.OutputPaths
+	return zc.Build()
+}
+
+// writeKubeconfig writes <data-dir>/kubeconfig pointing at url.
+func writeKubeconfig(dataDir, url string) (string, error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", err
+	}
+	path, err := filepath.Abs(filepath.Join(dataDir, "kubeconfig"))
+	if err != nil {
+		return "", err
+	}
+	content := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: watchcache
+  cluster:
+    server: %s
+contexts:
+- name: watchcache
+  context:
+    cluster: watchcache
+    user: watchcache
+    namespace: default
+users:
+- name: watchcache
+  user: {}
+current-context: watchcache
+`, url)
+	return path, os.WriteFile(path, []byte(content), 0o600)
+}

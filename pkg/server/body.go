@@ -1,0 +1,144 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"reflect"
+	"strings"
+
+	"github.com/watchcache/watchcache/pkg/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kjson "sigs.k8s.io/json"
+)
+
+// maxBodyBytes is the largest request body accepted (kube-apiserver's
+// limit for objects is about 3 MiB).
+const maxBodyBytes = 3 << 20
+
+// readBody reads a request body, refusing more than maxBodyBytes (413).
+func readBody(r *http.Request) ([]byte, *apiError) {
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	if err != nil {
+		return nil, badRequest("reading the request body: %v", err)
+	}
+	if len(data) > maxBodyBytes {
+		return nil, newAPIError(http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge,
+			"the request body is larger than the limit of %d bytes", maxBodyBytes)
+	}
+	return data, nil
+}
+
+// mediaType returns the request's Content-Type without parameters.
+func mediaType(r *http.Request) string {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		return ""
+	}
+	return mt
+}
+
+// readJSONBody reads an object body as JSON: JSON as is, protobuf
+// (built-in kinds only) converted; other media types are 415.
+func readJSONBody(r *http.Request, res *resource.Resource) ([]byte, *apiError) {
+	mt := mediaType(r)
+	builtin := res.StrategicMergeType != nil
+	if mt != "application/json" && mt != "" && (mt != protobufType || !builtin) {
+		accepted := "application/json"
+		if builtin {
+			accepted += ", " + protobufType
+		}
+		return nil, newAPIError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
+			"the body of the request was in an unknown format - accepted media types include: %s", accepted)
+	}
+	body, aerr := readBody(r)
+	if aerr != nil || mt != protobufType {
+		return body, aerr
+	}
+	return protobufToJSON(body, res.Kind)
+}
+
+// fieldValidation is the fieldValidation query parameter.
+type fieldValidation string
+
+const (
+	validationStrict fieldValidation = "Strict"
+	validationWarn   fieldValidation = "Warn"
+	validationIgnore fieldValidation = "Ignore"
+)
+
+func parseFieldValidation(r *http.Request) (fieldValidation, *apiError) {
+	switch v := fieldValidation(r.URL.Query().Get("fieldValidation")); v {
+	case "":
+		return validationWarn, nil // kube-apiserver's default
+	case validationStrict, validationWarn, validationIgnore:
+		return v, nil
+	default:
+		return "", badRequest("fieldValidation %q is invalid: must be Strict, Warn or Ignore", v)
+	}
+}
+
+// decodeObject decodes a JSON object body into a generic map (numbers kept
+// exact) and checks it as fieldValidation says: unknown and duplicate
+// fields are errors (Strict), warnings (Warn) or ignored. Built-in kinds are
+// checked against their k8s.io/api types; custom resources, having no
+// schema, only in metadata.
+func decodeObject(w http.ResponseWriter, data []byte, res *resource.Resource, mode fieldValidation) (map[string]any, *apiError) {
+	var obj map[string]any
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &obj); err != nil {
+		return nil, badRequest("the request body is not a JSON object: %v", err)
+	}
+	if obj == nil {
+		return nil, badRequest("the request body is not a JSON object")
+	}
+	if mode == validationIgnore {
+		return obj, nil
+	}
+	var problems []error
+	if res.StrategicMergeType != nil {
+		typed := reflect.New(reflect.TypeOf(res.StrategicMergeType)).Interface()
+		strict, err := kjson.UnmarshalStrict(data, typed, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+		if err != nil {
+			return nil, badRequest("the request body is not a valid %s: %v", res.Kind, err)
+		}
+		problems = strict
+	} else {
+		problems = strictMetadataErrors(data)
+	}
+	if len(problems) == 0 {
+		return obj, nil
+	}
+	if mode == validationStrict {
+		msgs := make([]string, len(problems))
+		for i, p := range problems {
+			msgs[i] = p.Error()
+		}
+		return nil, badRequest("strict decoding error: %s", strings.Join(msgs, ", "))
+	}
+	for _, p := range problems {
+		w.Header().Add("Warning", fmt.Sprintf("299 - %q", p.Error()))
+	}
+	return obj, nil
+}
+
+// strictMetadataErrors checks what a schemaless object still has a schema
+// for: metadata (and duplicate fields anywhere).
+func strictMetadataErrors(data []byte) []error {
+	var partial struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	}
+	var generic map[string]any
+	dups, _ := kjson.UnmarshalStrict(data, &generic, kjson.DisallowDuplicateFields)
+	strict, _ := kjson.UnmarshalStrict(data, &partial, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	var out []error
+	out = append(out, dups...)
+	for _, e := range strict {
+		// Only metadata has a schema; unknown top-level fields are the
+		// resource's own.
+		if strings.Contains(e.Error(), `"metadata.`) {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,104 @@
+package server
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/watchcache/watchcache/pkg/object"
+	"github.com/watchcache/watchcache/pkg/resource"
+	"github.com/watchcache/watchcache/pkg/storage"
+)
+
+// listBufferSize is the write buffer of a streamed list: large enough that
+// a list costs few writes, small enough that it never holds a whole list.
+const listBufferSize = 64 << 10
+
+// writeList streams a list item by item: the objects' ready bytes are
+// copied into the response, never decoded or re-encoded.
+func writeList(w http.ResponseWriter, kind, apiVersion string, list *storage.List) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, listBufferSize)
+	bw.WriteString(`{"kind":`)
+	writeJSONString(bw, kind)
+	bw.WriteString(`,"apiVersion":`)
+	writeJSONString(bw, apiVersion)
+	bw.WriteString(`,"metadata":`)
+	writeListMeta(bw, list)
+	bw.WriteString(`,"items":[`)
+	for i, item := range list.Items {
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		bw.Write(item.JSON())
+	}
+	bw.WriteString("]}\n")
+	bw.Flush()
+}
+
+// writeListMeta writes a list's ListMeta.
+func writeListMeta(bw *bufio.Writer, list *storage.List) {
+	bw.WriteString(`{"resourceVersion":"`)
+	bw.WriteString(storage.FormatResourceVersion(list.ResourceVersion))
+	bw.WriteByte('"')
+	if list.Continue != "" {
+		bw.WriteString(`,"continue":`)
+		writeJSONString(bw, list.Continue)
+	}
+	if list.RemainingItemCount != nil {
+		bw.WriteString(`,"remainingItemCount":`)
+		bw.WriteString(strconv.FormatInt(*list.RemainingItemCount, 10))
+	}
+	bw.WriteByte('}')
+}
+
+func writeJSONString(bw *bufio.Writer, s string) {
+	data, _ := json.Marshal(s)
+	bw.Write(data)
+}
+
+// eventEncoder encodes watch events of one resource for one client.
+type eventEncoder struct {
+	res   *resource.Resource
+	table *tableOptions // nil: objects as they are
+}
+
+// encode appends one event's JSON line to buf. An ERROR event carries the
+// Status of its error.
+func (e *eventEncoder) encode(buf []byte, ev storage.Event) []byte {
+	buf = append(buf, `{"type":"`...)
+	buf = append(buf, ev.Type...)
+	buf = append(buf, `","object":`...)
+	switch ev.Type {
+	case storage.EventBookmark:
+		buf = e.appendBookmark(buf, ev)
+	case storage.EventError:
+		data, _ := json.Marshal(&toAPIError(ev.Err, e.res, "").status)
+		buf = append(buf, data...)
+	default:
+		if e.table != nil {
+			buf = e.table.appendTable(buf, e.res, []*object.Object{ev.Object}, nil)
+		} else {
+			buf = append(buf, ev.Object.JSON()...)
+		}
+	}
+	return append(buf, "}\n"...)
+}
+
+// appendBookmark appends a BOOKMARK's object: the resource's kind with only
+// metadata.resourceVersion (and the initial-events-end annotation).
+func (e *eventEncoder) appendBookmark(buf []byte, ev storage.Event) []byte {
+	buf = append(buf, `{"kind":"`...)
+	buf = append(buf, e.res.Kind...)
+	buf = append(buf, `","apiVersion":"`...)
+	buf = append(buf, e.res.GroupVersion()...)
+	buf = append(buf, `","metadata":{"resourceVersion":"`...)
+	buf = strconv.AppendUint(buf, ev.ResourceVersion, 10)
+	buf = append(buf, '"')
+	if ev.InitialEventsEnd {
+		buf = append(buf, `,"annotations":{"k8s.io/initial-events-end":"true"}`...)
+	}
+	return append(buf, "}}"...)
+}

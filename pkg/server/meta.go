@@ -1,0 +1,170 @@
+package server
+
+import (
+	"crypto/rand"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/watchcache/watchcache/pkg/resource"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// metadataOf returns obj's metadata map, creating it if absent.
+func metadataOf(obj map[string]any) (map[string]any, *apiError) {
+	switch m := obj["metadata"].(type) {
+	case map[string]any:
+		return m, nil
+	case nil:
+		created := map[string]any{}
+		obj["metadata"] = created
+		return created, nil
+	default:
+		return nil, badRequest("metadata must be an object")
+	}
+}
+
+// stringField returns m[k] if it is a string (or absent: "").
+func stringField(m map[string]any, k string) (string, *apiError) {
+	switch v := m[k].(type) {
+	case nil:
+		return "", nil
+	case string:
+		return v, nil
+	default:
+		return "", badRequest("metadata.%s must be a string", k)
+	}
+}
+
+// checkTypeMeta fills in apiVersion and kind, or rejects values that do not
+// match the resource of the path.
+func checkTypeMeta(obj map[string]any, res *resource.Resource) *apiError {
+	for field, want := range map[string]string{"apiVersion": res.GroupVersion(), "kind": res.Kind} {
+		switch v := obj[field].(type) {
+		case nil:
+			obj[field] = want
+		case string:
+			if v == "" {
+				obj[field] = want
+			} else if v != want {
+				return badRequest("the %s of the object (%s) does not match the %s of the request (%s)", field, v, field, want)
+			}
+		default:
+			return badRequest("%s must be a string", field)
+		}
+	}
+	return nil
+}
+
+// checkIdentity makes the object's namespace and name those of the path:
+// filled in when absent, an error when different.
+func checkIdentity(meta map[string]any, req *request) *apiError {
+	ns, err := stringField(meta, "namespace")
+	if err != nil {
+		return err
+	}
+	switch {
+	case !req.res.Namespaced:
+		if ns != "" {
+			return badRequest("%s is cluster-scoped: metadata.namespace must be empty, got %q", req.res.Plural, ns)
+		}
+		delete(meta, "namespace")
+	case ns == "":
+		meta["namespace"] = req.namespace
+	case ns != req.namespace:
+		return badRequest("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", ns, req.namespace)
+	}
+	if req.name == "" {
+		return nil
+	}
+	name, err := stringField(meta, "name")
+	if err != nil {
+		return err
+	}
+	switch {
+	case name == "":
+		meta["name"] = req.name
+	case name != req.name:
+		return badRequest("the name of the object (%s) does not match the name on the URL (%s)", name, req.name)
+	}
+	return nil
+}
+
+// validateName applies kube-apiserver's naming rules: namespaces are DNS
+// labels, everything else DNS subdomains.
+func validateName(res *resource.Resource, name string) *apiError {
+	var problems []string
+	if res.Group == "" && res.Plural == "namespaces" {
+		problems = validation.IsDNS1123Label(name)
+	} else {
+		problems = validation.IsDNS1123Subdomain(name)
+	}
+	if len(problems) > 0 {
+		return invalid(res, name, "metadata.name", fmt.Sprintf("Invalid value: %q: %s", name, strings.Join(problems, "; ")))
+	}
+	return nil
+}
+
+// prepareCreate readies a new object's metadata: generated name, uid,
+// creationTimestamp. It returns the object's name.
+func prepareCreate(obj map[string]any, req *request) (string, *apiError) {
+	if err := checkTypeMeta(obj, req.res); err != nil {
+		return "", err
+	}
+	meta, err := metadataOf(obj)
+	if err != nil {
+		return "", err
+	}
+	if err := checkIdentity(meta, req); err != nil {
+		return "", err
+	}
+	name, err := stringField(meta, "name")
+	if err != nil {
+		return "", err
+	}
+	if name == "" {
+		generate, err := stringField(meta, "generateName")
+		if err != nil {
+			return "", err
+		}
+		if generate == "" {
+			return "", invalid(req.res, "", "metadata.name", "Required value: name or generateName is required")
+		}
+		name = generate + randomSuffix()
+		meta["name"] = name
+	}
+	if err := validateName(req.res, name); err != nil {
+		return "", err
+	}
+	meta["uid"] = string(uuid.NewUUID())
+	meta["creationTimestamp"] = time.Now().UTC().Format(time.RFC3339)
+	return name, nil
+}
+
+// randomSuffix is the 5-character suffix of a generated name, from the
+// alphabet kube-apiserver uses (no vowels, no look-alike characters).
+func randomSuffix() string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	var b [5]byte
+	rand.Read(b[:])
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b[:])
+}
+
+// preserveSystemFields carries uid and creationTimestamp over from the
+// current object into an updated one: clients may omit them but not
+// change them.
+func preserveSystemFields(meta map[string]any, res *resource.Resource, uid, created string) *apiError {
+	name, _ := stringField(meta, "name")
+	if v, _ := stringField(meta, "uid"); v != "" && v != uid {
+		return invalid(res, name, "metadata.uid", fmt.Sprintf("Invalid value: %q: field is immutable", v))
+	}
+	meta["uid"] = uid
+	if created != "" {
+		meta["creationTimestamp"] = created
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+package server
+
+import (
+	"net/url"
+	"strconv"
+
+	"github.com/watchcache/watchcache/pkg/storage"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// listParams are the query parameters of list and watch requests.
+type listParams struct {
+	opts storage.ListOptions
+	// timeoutSeconds bounds a watch (0: the server's default).
+	timeoutSeconds int64
+}
+
+// parseListParams parses and checks the query of a list or watch. The
+// option combinations are validated later by the storage tables.
+func parseListParams(q url.Values) (*listParams, *apiError) {
+	p := &listParams{}
+	p.opts.ResourceVersion = q.Get("resourceVersion")
+	p.opts.ResourceVersionMatch = metav1.ResourceVersionMatch(q.Get("resourceVersionMatch"))
+	p.opts.Continue = q.Get("continue")
+	var err *apiError
+	if p.opts.Limit, err = intParam(q, "limit"); err != nil {
+		return nil, err
+	}
+	if p.timeoutSeconds, err = intParam(q, "timeoutSeconds"); err != nil {
+		return nil, err
+	}
+	if p.opts.Limit < 0 || p.timeoutSeconds < 0 {
+		return nil, badRequest("limit and timeoutSeconds must not be negative")
+	}
+	if s := q.Get("labelSelector"); s != "" {
+		sel, perr := labels.Parse(s)
+		if perr != nil {
+			return nil, badRequest("unable to parse requirement: invalid labelSelector %q: %v", s, perr)
+		}
+		p.opts.Labels = sel
+	}
+	if s := q.Get("fieldSelector"); s != "" {
+		sel, perr := fields.ParseSelector(s)
+		if perr != nil {
+			return nil, badRequest("invalid fieldSelector %q: %v", s, perr)
+		}
+		p.opts.Fields = sel
+	}
+	if p.opts.AllowWatchBookmarks, err = boolParam(q, "allowWatchBookmarks"); err != nil {
+		return nil, err
+	}
+	if q.Has("sendInitialEvents") {
+		v, err := boolParam(q, "sendInitialEvents")
+		if err != nil {
+			return nil, err
+		}
+		p.opts.SendInitialEvents = &v
+	}
+	return p, nil
+}
+
+func intParam(q url.Values, name string) (int64, *apiError) {
+	s := q.Get(name)
+	if s == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, badRequest("invalid %s %q: must be an integer", name, s)
+	}
+	return v, nil
+}
+
+func boolParam(q url.Values, name string) (bool, *apiError) {
+	switch s := q.Get(name); s {
+	case "", "false", "0":
+		return false, nil
+	case "true", "1":
+		return true, nil
+	default:
+		return false, badRequest("invalid %s %q: must be true or false", name, s)
+	}
+}
+
+// withNameSelector narrows options to one object name (a watch on an
+// object's path).
+func withNameSelector(opts storage.ListOptions, name string) storage.ListOptions {
+	byName := fields.OneTermEqualSelector("metadata.name", name)
+	if opts.Fields == nil || opts.Fields.Empty() {
+		opts.Fields = byName
+	} else {
+		opts.Fields = fields.AndSelectors(opts.Fields, byName)
+	}
+	return opts
+}

@@ -1,0 +1,43 @@
+package server
+
+import (
+	"encoding/json"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+)
+
+// protobufType is the media type client-go and kubectl use for bodies of
+// built-in kinds.
+const protobufType = "application/vnd.kubernetes.protobuf"
+
+// protobufDecoder decodes protobuf bodies of the built-in core/v1 kinds
+// and of meta/v1 options. Responses are always JSON, which every client
+// accepts.
+var protobufDecoder = func() runtime.Decoder {
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
+	return serializer.NewCodecFactory(scheme).UniversalDeserializer()
+}()
+
+// protobufToJSON converts a protobuf body into JSON, checking its kind.
+func protobufToJSON(data []byte, kind string) ([]byte, *apiError) {
+	obj, gvk, err := protobufDecoder.Decode(data, nil, nil)
+	if err != nil {
+		return nil, badRequest("the protobuf request body cannot be decoded: %v", err)
+	}
+	if gvk.Kind != kind {
+		return nil, badRequest("the kind of the object (%s) does not match the kind of the request (%s)", gvk.Kind, kind)
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return nil, badRequest("the protobuf request body cannot be converted: %v", err)
+	}
+	return out, nil
+}

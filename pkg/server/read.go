@@ -1,0 +1,101 @@
+package server
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/watchcache/watchcache/pkg/object"
+	"github.com/watchcache/watchcache/pkg/storage"
+)
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
+	obj, err := store.Get(r.Context(), req.key(), storage.GetOptions{ResourceVersion: r.URL.Query().Get("resourceVersion")})
+	if err != nil {
+		writeError(w, err, req.res, req.name)
+		return
+	}
+	if t := tableRequest(r); t != nil {
+		writeRaw(w, http.StatusOK, t.appendTable(nil, req.res, []*object.Object{obj}, &storage.List{ResourceVersion: obj.ResourceVersion()}))
+		return
+	}
+	writeRaw(w, http.StatusOK, obj.JSON())
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
+	p, aerr := parseListParams(r.URL.Query())
+	if aerr != nil {
+		writeError(w, aerr, req.res, "")
+		return
+	}
+	list, err := store.GetList(r.Context(), req.scope(), p.opts)
+	if err != nil {
+		writeError(w, err, req.res, "")
+		return
+	}
+	if t := tableRequest(r); t != nil {
+		writeRaw(w, http.StatusOK, t.appendTable(nil, req.res, list.Items, list))
+		return
+	}
+	writeList(w, req.res.ListKind(), req.res.GroupVersion(), list)
+}
+
+// watch streams events as newline-separated JSON, flushed whenever the
+// watcher has nothing more queued. The stream ends cleanly (the client
+// re-watches from its last resourceVersion) when the timeout passes, the
+// client goes away or the server shuts down.
+func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
+	p, aerr := parseListParams(r.URL.Query())
+	if aerr != nil {
+		writeError(w, aerr, req.res, "")
+		return
+	}
+	opts := p.opts
+	if req.name != "" {
+		opts = withNameSelector(opts, req.name)
+	}
+	timeout := time.Duration(p.timeoutSeconds) * time.Second
+	if timeout == 0 {
+		timeout = s.minWatch + time.Duration(rand.Int64N(int64(s.minWatch)))
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	watcher, err := store.Watch(ctx, req.scope(), opts)
+	if err != nil {
+		writeError(w, err, req.res, req.name)
+		return
+	}
+	defer watcher.Stop()
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	s.metrics.watchers.WithLabelValues(req.res.Group, req.res.Plural).Inc()
+	defer s.metrics.watchers.WithLabelValues(req.res.Group, req.res.Plural).Dec()
+	enc := eventEncoder{res: req.res, table: tableRequest(r)}
+	events := watcher.ResultChan()
+	var buf []byte
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			buf = enc.encode(buf[:0], ev)
+			if _, err := w.Write(buf); err != nil {
+				return // the client went away
+			}
+			if ev.Type == storage.EventError {
+				return
+			}
+			if len(events) == 0 && flusher != nil {
+				flusher.Flush()
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}

@@ -1,0 +1,153 @@
+// Package server serves the Kubernetes REST protocol over storage.Interface:
+// routing, query parsing, object metadata, encoding, Status errors,
+// discovery, OpenAPI, health and metrics. It knows nothing of etcd.
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/watchcache/watchcache/pkg/resource"
+	"github.com/watchcache/watchcache/pkg/storage"
+)
+
+// Config configures a Server.
+type Config struct {
+	Registry *resource.Registry
+	// Stores holds one store per resource of the registry.
+	Stores map[*resource.Resource]storage.Interface
+	Log    *slog.Logger
+	// Metrics is where the server registers its metrics; nil makes a new
+	// registry.
+	Metrics *prometheus.Registry
+	// ReadyChecks are the named checks of /readyz besides the server's own.
+	ReadyChecks map[string]func(context.Context) error
+	// MinWatchTimeout is the shortest server-chosen watch duration when the
+	// client gives no timeoutSeconds (kube-apiserver: 30 minutes; a random
+	// duration up to twice it spreads reconnections).
+	MinWatchTimeout time.Duration
+}
+
+// Server is the HTTP handler of the API.
+type Server struct {
+	registry   *resource.Registry
+	stores     map[*resource.Resource]storage.Interface
+	namespaces *resource.Resource
+	log        *slog.Logger
+	metrics    *metrics
+	checks     map[string]func(context.Context) error
+	minWatch   time.Duration
+	mux        *http.ServeMux
+}
+
+// New builds a Server.
+func New(cfg Config) *Server {
+	s := &Server{
+		registry:   cfg.Registry,
+		stores:     cfg.Stores,
+		namespaces: cfg.Registry.Lookup("", "v1", "namespaces"),
+		log:        cfg.Log,
+		checks:     cfg.ReadyChecks,
+		minWatch:   cfg.MinWatchTimeout,
+		mux:        http.NewServeMux(),
+	}
+	if s.minWatch == 0 {
+		s.minWatch = 30 * time.Minute
+	}
+	reg := cfg.Metrics
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	s.metrics = newMetrics(reg)
+	s.mux.HandleFunc("/api", s.serveAPI)
+	s.mux.HandleFunc("/api/", s.serveAPI)
+	s.mux.HandleFunc("/apis", s.serveAPI)
+	s.mux.HandleFunc("/apis/", s.serveAPI)
+	s.mux.HandleFunc("/version", s.serveVersion)
+	s.mux.HandleFunc("/openapi/", s.serveOpenAPI)
+	s.mux.HandleFunc("/healthz", s.serveHealth(false))
+	s.mux.HandleFunc("/livez", s.serveHealth(false))
+	s.mux.HandleFunc("/readyz", s.serveHealth(true))
+	s.mux.Handle("/metrics", metricsHandler(reg))
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mux.ServeHTTP(w, r)
+}
+
+// serveAPI serves everything under /api and /apis: discovery for paths
+// that stop at a group or version, resources below them.
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
+	if isDiscoveryPath(r.URL.Path) {
+		s.serveDiscovery(w, r)
+		return
+	}
+	req, err := s.parseResourcePath(r)
+	if err != nil {
+		writeError(w, err, nil, "")
+		return
+	}
+	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+	start := time.Now()
+	s.serveResource(rec, r, req)
+	s.metrics.observe(req, rec.code, time.Since(start))
+}
+
+// isDiscoveryPath reports whether a path names a group list, a group or a
+// group version: /api, /api/v1, /apis, /apis/g, /apis/g/v.
+func isDiscoveryPath(path string) bool {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch parts[0] {
+	case "api":
+		return len(parts) <= 2
+	case "apis":
+		return len(parts) <= 3
+	}
+	return false
+}
+
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *request) {
+	store := s.stores[req.res]
+	switch req.verb {
+	case "get":
+		s.get(w, r, req, store)
+	case "list":
+		s.list(w, r, req, store)
+	case "watch":
+		s.watch(w, r, req, store)
+	case "create":
+		s.create(w, r, req, store)
+	case "update":
+		s.update(w, r, req, store)
+	case "patch":
+		s.patch(w, r, req, store)
+	case "delete":
+		s.delete(w, r, req, store)
+	case "deletecollection":
+		s.deleteCollection(w, r, req, store)
+	}
+}
+
+// statusRecorder remembers the status code written, for metrics, and
+// passes flushes through (watches flush per event).
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.code = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}

@@ -1,0 +1,320 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/watchcache/watchcache/pkg/object"
+	"github.com/watchcache/watchcache/pkg/resource"
+	"github.com/watchcache/watchcache/pkg/storage"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kjson "sigs.k8s.io/json"
+)
+
+// generateNameAttempts bounds retries of a create whose generated name
+// collided with an existing object.
+const generateNameAttempts = 5
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
+	body, mode, aerr := readObjectBody(r, req.res)
+	if aerr != nil {
+		writeError(w, aerr, req.res, "")
+		return
+	}
+	if dryRunAsked(r) {
+		writeError(w, errDryRun, req.res, "")
+		return
+	}
+	if req.res.Namespaced {
+		if err := s.requireNamespace(r.Context(), req.namespace); err != nil {
+			writeError(w, err, s.namespaces, req.namespace)
+			return
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		obj, aerr := decodeObject(w, body, req.res, mode)
+		if aerr != nil {
+			writeError(w, aerr, req.res, "")
+			return
+		}
+		name, aerr := prepareCreate(obj, req)
+		if aerr != nil {
+			writeError(w, aerr, req.res, name)
+			return
+		}
+		data, err := json.Marshal(obj)
+		if err != nil {
+			writeError(w, err, req.res, name)
+			return
+		}
+		created, err := store.Create(r.Context(), req.res.Key(req.namespace, name), data)
+		if storage.CodeOf(err) == storage.ErrAlreadyExists && attempt < generateNameAttempts && isGenerated(body) {
+			mode = validationIgnore // warnings were given on the first attempt
+			continue
+		}
+		if err != nil {
+			writeError(w, err, req.res, name)
+			return
+		}
+		writeRaw(w, http.StatusCreated, created.JSON())
+		return
+	}
+}
+
+// isGenerated reports whether a create body asks for a generated name.
+func isGenerated(body []byte) bool {
+	var meta struct {
+		Metadata struct {
+			Name         string `json:"name"`
+			GenerateName string `json:"generateName"`
+		} `json:"metadata"`
+	}
+	json.Unmarshal(body, &meta)
+	return meta.Metadata.Name == "" && meta.Metadata.GenerateName != ""
+}
+
+// requireNamespace fails with NotFound unless the namespace exists (read
+// consistently, so a namespace created just before is seen).
+func (s *Server) requireNamespace(ctx context.Context, namespace string) error {
+	_, err := s.stores[s.namespaces].Get(ctx, namespace, storage.GetOptions{})
+	return err
+}
+
+func (s *Server) update(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
+	body, mode, aerr := readObjectBody(r, req.res)
+	if aerr != nil {
+		writeError(w, aerr, req.res, req.name)
+		return
+	}
+	if dryRunAsked(r) {
+		writeError(w, errDryRun, req.res, req.name)
+		return
+	}
+	if _, aerr := decodeObject(w, body, req.res, mode); aerr != nil {
+		writeError(w, aerr, req.res, req.name)
+		return
+	}
+	updated, err := store.GuaranteedUpdate(r.Context(), req.key(), nil, func(cur *object.Object) ([]byte, error) {
+		var obj map[string]any
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(body, &obj); err != nil {
+			return nil, badRequest("the request body is not a JSON object: %v", err)
+		}
+		return prepareUpdate(obj, req, cur)
+	}, nil)
+	if err != nil {
+		writeError(w, err, req.res, req.name)
+		return
+	}
+	writeRaw(w, http.StatusOK, updated.JSON())
+}
+
+func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
+	patchType := mediaType(r)
+	if aerr := checkPatchType(patchType, req.res); aerr != nil {
+		writeError(w, aerr, req.res, req.name)
+		return
+	}
+	body, aerr := readBody(r)
+	if aerr != nil {
+		writeError(w, aerr, req.res, req.name)
+		return
+	}
+	mode, aerr := parseFieldValidation(r)
+	if aerr != nil {
+		writeError(w, aerr, req.res, req.name)
+		return
+	}
+	if dryRunAsked(r) {
+		writeError(w, errDryRun, req.res, req.name)
+		return
+	}
+	warned := false
+	updated, err := store.GuaranteedUpdate(r.Context(), req.key(), nil, func(cur *object.Object) ([]byte, error) {
+		patched, aerr := applyPatch(patchType, cur.JSON(), body, req.res)
+		if aerr != nil {
+			return nil, aerr
+		}
+		checkMode := mode
+		if warned {
+			checkMode = validationIgnore
+		}
+		warned = true
+		obj, aerr := decodeObject(w, patched, req.res, checkMode)
+		if aerr != nil {
+			return nil, aerr
+		}
+		return prepareUpdate(obj, req, cur)
+	}, nil)
+	if err != nil {
+		writeError(w, err, req.res, req.name)
+		return
+	}
+	writeRaw(w, http.StatusOK, updated.JSON())
+}
+
+// prepareUpdate turns the new state of an object (a PUT body or a patched
+// object) into the bytes to store over cur: type and identity checked,
+// uid and creationTimestamp kept, and a resourceVersion in it, if any,
+// checked against cur's (optimistic concurrency, 409 on mismatch).
+func prepareUpdate(obj map[string]any, req *request, cur *object.Object) ([]byte, error) {
+	if aerr := checkTypeMeta(obj, req.res); aerr != nil {
+		return nil, aerr
+	}
+	meta, aerr := metadataOf(obj)
+	if aerr != nil {
+		return nil, aerr
+	}
+	if aerr := checkIdentity(meta, req); aerr != nil {
+		return nil, aerr
+	}
+	if aerr := preserveSystemFields(meta, req.res, cur.UID(), creationTimestamp(cur)); aerr != nil {
+		return nil, aerr
+	}
+	rv, aerr := stringField(meta, "resourceVersion")
+	if aerr != nil {
+		return nil, aerr
+	}
+	if rv != "" && rv != storage.FormatResourceVersion(cur.ResourceVersion()) {
+		return nil, storage.NewError(storage.ErrConflict, cur.Key(), "the object has been modified; please apply your changes to the latest version and try again")
+	}
+	delete(meta, "resourceVersion")
+	return json.Marshal(obj)
+}
+
+// creationTimestamp reads an object's metadata.creationTimestamp.
+func creationTimestamp(obj *object.Object) string {
+	var meta struct {
+		CreationTimestamp string `json:"creationTimestamp"`
+	}
+	json.Unmarshal(obj.Metadata(), &meta)
+	return meta.CreationTimestamp
+}
+
+func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
+	pre, aerr := readDeleteOptions(r)
+	if aerr != nil {
+		writeError(w, aerr, req.res, req.name)
+		return
+	}
+	if req.res == s.namespaces && req.name == "default" {
+		writeError(w, newAPIError(http.StatusForbidden, metav1.StatusReasonForbidden, "namespaces %q is forbidden: this namespace may not be deleted", req.name), req.res, req.name)
+		return
+	}
+	deleted, err := store.Delete(r.Context(), req.key(), pre, nil)
+	if err != nil {
+		writeError(w, err, req.res, req.name)
+		return
+	}
+	if req.res == s.namespaces {
+		// The namespace is gone first, so that nothing new is created in it
+		// (creates check it exists); then its contents follow.
+		if err := s.deleteNamespaceContents(r.Context(), req.name); err != nil {
+			writeError(w, err, req.res, req.name)
+			return
+		}
+	}
+	writeRaw(w, http.StatusOK, deleted.JSON())
+}
+
+// deleteNamespaceContents deletes every object in a namespace.
+func (s *Server) deleteNamespaceContents(ctx context.Context, namespace string) error {
+	for _, res := range s.registry.All() {
+		if !res.Namespaced {
+			continue
+		}
+		if _, err := deleteAll(ctx, s.stores[res], namespace+"/", storage.ListOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
+	p, aerr := parseListParams(r.URL.Query())
+	if aerr != nil {
+		writeError(w, aerr, req.res, "")
+		return
+	}
+	if _, aerr := readDeleteOptions(r); aerr != nil {
+		writeError(w, aerr, req.res, "")
+		return
+	}
+	deleted, err := deleteAll(r.Context(), store, req.scope(), p.opts)
+	if err != nil {
+		writeError(w, err, req.res, "")
+		return
+	}
+	writeList(w, req.res.ListKind(), req.res.GroupVersion(), deleted)
+}
+
+// deleteAll deletes the objects of a consistent list, each only if it is
+// still the object listed (same uid); objects already gone are skipped.
+func deleteAll(ctx context.Context, store storage.Interface, scope string, opts storage.ListOptions) (*storage.List, error) {
+	list, err := store.GetList(ctx, scope, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := &storage.List{ResourceVersion: list.ResourceVersion}
+	for _, obj := range list.Items {
+		uid := obj.UID()
+		last, err := store.Delete(ctx, obj.Key(), &storage.Preconditions{UID: &uid}, obj)
+		switch storage.CodeOf(err) {
+		case 0:
+			out.Items = append(out.Items, last)
+			out.ResourceVersion = max(out.ResourceVersion, last.ResourceVersion())
+		case storage.ErrNotFound, storage.ErrConflict:
+		default:
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// readObjectBody reads a create or update body as JSON, with its
+// fieldValidation mode.
+func readObjectBody(r *http.Request, res *resource.Resource) ([]byte, fieldValidation, *apiError) {
+	mode, aerr := parseFieldValidation(r)
+	if aerr != nil {
+		return nil, "", aerr
+	}
+	body, aerr := readJSONBody(r, res)
+	return body, mode, aerr
+}
+
+// readDeleteOptions reads the optional DeleteOptions body of a delete and
+// returns its preconditions.
+func readDeleteOptions(r *http.Request) (*storage.Preconditions, *apiError) {
+	if dryRunAsked(r) {
+		return nil, errDryRun
+	}
+	body, aerr := readBody(r)
+	if aerr != nil || len(body) == 0 {
+		return nil, aerr
+	}
+	var opts metav1.DeleteOptions
+	if mediaType(r) == protobufType {
+		if _, _, err := protobufDecoder.Decode(body, nil, &opts); err != nil {
+			return nil, badRequest("the request body is not valid DeleteOptions: %v", err)
+		}
+	} else if err := json.Unmarshal(body, &opts); err != nil {
+		return nil, badRequest("the request body is not valid DeleteOptions: %v", err)
+	}
+	if len(opts.DryRun) > 0 {
+		return nil, errDryRun
+	}
+	if opts.Preconditions == nil {
+		return nil, nil
+	}
+	pre := &storage.Preconditions{ResourceVersion: opts.Preconditions.ResourceVersion}
+	if opts.Preconditions.UID != nil {
+		uid := string(*opts.Preconditions.UID)
+		pre.UID = &uid
+	}
+	return pre, nil
+}
+
+var errDryRun = badRequest("dryRun is not supported by this server")
+
+func dryRunAsked(r *http.Request) bool { return len(r.URL.Query()["dryRun"]) > 0 }
+
