@@ -21,8 +21,8 @@ import (
 	"github.com/watchcache/watchcache/pkg/server"
 	"github.com/watchcache/watchcache/pkg/storage"
 	"github.com/watchcache/watchcache/pkg/storage/etcd3"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/util/uuid"
 )
@@ -32,7 +32,7 @@ type Config struct {
 	// DataDir holds the embedded etcd's data and the generated kubeconfig.
 	DataDir string
 	// EtcdServers, if set, are the client URLs of an external etcd.
-	EtcdServers                     []string
+	EtcdServers                           []string
 	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
 	// EtcdPrefix prefixes every key written.
 	EtcdPrefix string
@@ -59,13 +59,13 @@ type App struct {
 	// Kubeconfig is a kubeconfig file pointing at URL.
 	Kubeconfig string
 
-	log      *slog.Logger
-	http     *http.Server
-	served   chan error
-	cancel   context.CancelFunc
-	client   *clientv3.Client
-	etcd     *etcdembed.Server
-	etcdLog  *zap.Logger
+	log     *slog.Logger
+	http    *http.Server
+	served  chan error
+	cancel  context.CancelFunc
+	client  *clientv3.Client
+	etcd    *etcdembed.Server
+	etcdLog *zap.Logger
 }
 
 // Start starts everything and returns once the API is served.

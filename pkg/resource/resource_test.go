@@ -64,7 +64,7 @@ resources:
 
 	for body, want := range map[string]string{
 		"resources:\n- {group: example.com, version: v1, kind: W, plural: ws, colour: red}": "unknown field",
-		"resources:\n- {version: v1, kind: W, plural: ws}":                                 "need a group",
+		"resources:\n- {version: v1, kind: W, plural: ws}":                                  "need a group",
 	} {
 		if _, err := LoadFile(write(body)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("LoadFile(%q) = %v, want %q", body, err, want)

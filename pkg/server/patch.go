@@ -4,9 +4,9 @@ import (
 	"net/http"
 
 	"github.com/watchcache/watchcache/pkg/resource"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 )
 
 // The patch media types.

@@ -317,4 +317,3 @@ func readDeleteOptions(r *http.Request) (*storage.Preconditions, *apiError) {
 var errDryRun = badRequest("dryRun is not supported by this server")
 
 func dryRunAsked(r *http.Request) bool { return len(r.URL.Query()["dryRun"]) > 0 }
-
