@@ -40,6 +40,10 @@ type Config struct {
 	EtcdClientPort int
 	// EtcdUnsafeNoFsync turns off fsync in the embedded etcd (tests only).
 	EtcdUnsafeNoFsync bool
+	// EtcdProgressNotifyInterval is the embedded etcd's period of watch
+	// progress notifications, which become BOOKMARK events for watches that
+	// allow them (0: one minute, as often as kube-apiserver sends bookmarks).
+	EtcdProgressNotifyInterval time.Duration
 	// CompactionInterval is the compactor's period (0: no compaction).
 	CompactionInterval time.Duration
 	// BindAddress and Port are where HTTP is served (port 0: a free one).
@@ -132,12 +136,16 @@ func (a *App) connectEtcd(cfg Config) (*clientv3.Client, error) {
 	endpoints := cfg.EtcdServers
 	var tlsConfig *tls.Config
 	if len(endpoints) == 0 {
+		progressInterval := cfg.EtcdProgressNotifyInterval
+		if progressInterval == 0 {
+			progressInterval = time.Minute
+		}
 		var err error
 		if a.etcdLog, err = etcdLogger(cfg.DataDir); err != nil {
 			return nil, err
 		}
 		a.etcd, err = etcdembed.Start(etcdembed.Config{DataDir: filepath.Join(cfg.DataDir, "etcd"), ClientPort: cfg.EtcdClientPort,
-			UnsafeNoFsync: cfg.EtcdUnsafeNoFsync, Logger: a.etcdLog})
+			UnsafeNoFsync: cfg.EtcdUnsafeNoFsync, Logger: a.etcdLog, ProgressNotifyInterval: progressInterval})
 		if err != nil {
 			return nil, err
 		}

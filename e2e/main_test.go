@@ -1,0 +1,44 @@
+// Package e2e drives the real server (embedded etcd, HTTP on loopback)
+// with client-go and kubectl, as users do.
+package e2e
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/watchcache/watchcache/pkg/app"
+)
+
+// testServer is the package's one server; each test works in namespaces
+// of its own.
+var testServer *app.App
+
+func TestMain(m *testing.M) { os.Exit(runMain(m)) }
+
+func runMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "watchcache-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	testServer, err = app.Start(app.Config{
+		DataDir:           dir,
+		EtcdPrefix:        "/registry",
+		EtcdUnsafeNoFsync: true,
+		// Frequent progress notifications make bookmarks observable.
+		EtcdProgressNotifyInterval: 200 * time.Millisecond,
+		BindAddress:                "127.0.0.1",
+		ResourcesFile:              "testdata/resources.yaml",
+		Log:                        slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer testServer.Close()
+	return m.Run()
+}
