@@ -33,6 +33,10 @@ type Object struct {
 	metaStart, metaEnd int32
 }
 
+// KeyOnly returns a record with only a key, to look objects up by key in
+// ordered collections. It has no JSON and must not be served.
+func KeyOnly(key string) *Object { return &Object{key: key} }
+
 // Key is the object's key within its resource ("ns/name" or "name").
 func (o *Object) Key() string { return o.key }
 

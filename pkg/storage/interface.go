@@ -10,6 +10,8 @@ package storage
 
 import (
 	"context"
+	"path"
+	"strings"
 
 	"github.com/watchcache/watchcache/pkg/object"
 )
@@ -107,4 +109,24 @@ type Event struct {
 	InitialEventsEnd bool
 	// Err is set for EventError.
 	Err *Error
+}
+
+// CheckKey rejects keys that could address something outside the
+// resource: empty, absolute or unclean ("..", ".", "//", trailing "/").
+func CheckKey(key string) error {
+	if key == "" || strings.HasPrefix(key, "/") || path.Clean("/"+key) != "/"+key {
+		return NewBadRequest("invalid key %q", key)
+	}
+	return nil
+}
+
+// CheckScope rejects scopes other than "" and a clean "prefix/".
+func CheckScope(scope string) error {
+	if scope == "" {
+		return nil
+	}
+	if !strings.HasSuffix(scope, "/") {
+		return NewBadRequest("invalid scope %q: must end with /", scope)
+	}
+	return CheckKey(strings.TrimSuffix(scope, "/"))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/watchcache/watchcache/pkg/metrics"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -28,7 +29,7 @@ func (s *Store) GetList(ctx context.Context, scope string, opts storage.ListOpti
 	if err != nil {
 		return nil, err
 	}
-	if err := checkScope(scope); err != nil {
+	if err := storage.CheckScope(scope); err != nil {
 		return nil, err
 	}
 	if err := opts.ValidateSelectors(s.schema); err != nil {
@@ -61,6 +62,8 @@ func (s *Store) list(ctx context.Context, scope string, plan storage.ListPlan, o
 	filtered := opts.Filtered()
 	pageSize := plan.Limit
 	out := &storage.List{}
+	fetched := 0
+	defer func() { s.metrics.ListServed(s.resource, metrics.StorageEtcd, fetched, len(out.Items)) }()
 	for reads := 0; ; reads++ {
 		ops := []clientv3.OpOption{clientv3.WithRange(end)}
 		if rev > 0 {
@@ -81,6 +84,7 @@ func (s *Store) list(ctx context.Context, scope string, plan storage.ListPlan, o
 			}
 		}
 		out.ResourceVersion = uint64(rev)
+		fetched += len(resp.Kvs)
 		for i, kv := range resp.Kvs {
 			obj, err := s.decodeKV(kv.Key, kv.Value, kv.ModRevision)
 			if err != nil {

@@ -11,11 +11,13 @@ package etcd3
 import (
 	"context"
 	"encoding/json"
-	"path"
+	"errors"
 	"strings"
 
+	"github.com/watchcache/watchcache/pkg/metrics"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/metadata"
 )
@@ -27,6 +29,10 @@ type Config struct {
 	// without a trailing slash.
 	Prefix string
 	Schema *object.Schema
+	// Resource names the resource in metrics (e.g. "pods").
+	Resource string
+	// Metrics, if not nil, records lists served.
+	Metrics *metrics.Storage
 }
 
 // Store is one resource's storage in etcd.
@@ -34,13 +40,17 @@ type Store struct {
 	client *clientv3.Client
 	prefix string // Config.Prefix + "/"
 	schema *object.Schema
+	// resource and metrics record lists served.
+	resource string
+	metrics  *metrics.Storage
 }
 
 var _ storage.Interface = (*Store)(nil)
 
 // New returns a Store for the resource under cfg.Prefix.
 func New(cfg Config) *Store {
-	return &Store{client: cfg.Client, prefix: strings.TrimSuffix(cfg.Prefix, "/") + "/", schema: cfg.Schema}
+	return &Store{client: cfg.Client, prefix: strings.TrimSuffix(cfg.Prefix, "/") + "/", schema: cfg.Schema,
+		resource: cfg.Resource, metrics: cfg.Metrics}
 }
 
 // Schema implements storage.Interface.
@@ -50,7 +60,7 @@ func (s *Store) Schema() *object.Schema { return s.schema }
 // if it has never been created (create_revision 0), so two concurrent
 // creates cannot both succeed.
 func (s *Store) Create(ctx context.Context, key string, data []byte) (*object.Object, error) {
-	if err := checkKey(key); err != nil {
+	if err := storage.CheckKey(key); err != nil {
 		return nil, err
 	}
 	obj, clientRV, err := s.decodeWrite(key, data)
@@ -82,7 +92,7 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := checkKey(key); err != nil {
+	if err := storage.CheckKey(key); err != nil {
 		return nil, err
 	}
 	resp, err := s.client.Get(ctx, s.prefix+key)
@@ -100,7 +110,7 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (*
 
 // GuaranteedUpdate implements storage.Interface.
 func (s *Store) GuaranteedUpdate(ctx context.Context, key string, pre *storage.Preconditions, tryUpdate storage.UpdateFunc, cached *object.Object) (*object.Object, error) {
-	if err := checkKey(key); err != nil {
+	if err := storage.CheckKey(key); err != nil {
 		return nil, err
 	}
 	full := s.prefix + key
@@ -165,7 +175,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, pre *storage.P
 
 // Delete implements storage.Interface.
 func (s *Store) Delete(ctx context.Context, key string, pre *storage.Preconditions, cached *object.Object) (*object.Object, error) {
-	if err := checkKey(key); err != nil {
+	if err := storage.CheckKey(key); err != nil {
 		return nil, err
 	}
 	full := s.prefix + key
@@ -211,6 +221,20 @@ func (s *Store) CurrentResourceVersion(ctx context.Context) (uint64, error) {
 		return 0, interpret(err, "")
 	}
 	return uint64(resp.Header.Revision), nil
+}
+
+// IsCompacted reports whether etcd has compacted away revision rev: one
+// keys-only read at rev of a key that never exists.
+func (s *Store) IsCompacted(ctx context.Context, rev uint64) (bool, error) {
+	_, err := s.client.Get(ctx, s.prefix, clientv3.WithRev(int64(rev)), clientv3.WithKeysOnly())
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.Is(err, rpctypes.ErrCompacted):
+		return true, nil
+	default:
+		return false, interpret(err, "")
+	}
 }
 
 // RequestProgress implements storage.Interface. It must reach the gRPC
@@ -264,21 +288,3 @@ func (s *Store) decodeKV(fullKey, value []byte, rev int64) (*object.Object, erro
 	return obj, nil
 }
 
-// checkKey rejects keys that could address something outside the resource.
-func checkKey(key string) error {
-	if key == "" || strings.HasPrefix(key, "/") || path.Clean("/"+key) != "/"+key {
-		return storage.NewBadRequest("invalid key %q", key)
-	}
-	return nil
-}
-
-// checkScope rejects scopes other than "" and a clean "prefix/".
-func checkScope(scope string) error {
-	if scope == "" {
-		return nil
-	}
-	if !strings.HasSuffix(scope, "/") {
-		return storage.NewBadRequest("invalid scope %q: must end with /", scope)
-	}
-	return checkKey(strings.TrimSuffix(scope, "/"))
-}

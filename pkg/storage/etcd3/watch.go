@@ -24,7 +24,7 @@ func (s *Store) Watch(ctx context.Context, scope string, opts storage.ListOption
 	if err != nil {
 		return nil, err
 	}
-	if err := checkScope(scope); err != nil {
+	if err := storage.CheckScope(scope); err != nil {
 		return nil, err
 	}
 	if err := opts.ValidateSelectors(s.schema); err != nil {

@@ -1,0 +1,131 @@
+// Package metrics holds the storage layer's Prometheus metrics (DESIGN.md
+// §8), named as kube-apiserver's where the meaning is the same. A nil
+// *Storage is valid and records nothing, so stores need no metrics in
+// tests.
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Storage are the metrics of the etcd3 stores and the watch caches.
+type Storage struct {
+	listFetched       *prometheus.CounterVec
+	listReturned      *prometheus.CounterVec
+	eventsReceived    *prometheus.CounterVec
+	resourceVersion   *prometheus.GaugeVec
+	initializations   *prometheus.CounterVec
+	initDuration      *prometheus.HistogramVec
+	initErrors        *prometheus.CounterVec
+	readWait          *prometheus.HistogramVec
+	snapshotsRetained *prometheus.GaugeVec
+}
+
+// NewStorage creates the metrics and registers them on reg.
+func NewStorage(reg prometheus.Registerer) *Storage {
+	m := &Storage{
+		listFetched: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_storage_list_fetched_objects_total",
+			Help: "Objects read from storage to serve lists (before filtering), by resource and storage (etcd or watchcache).",
+		}, []string{"resource", "storage"}),
+		listReturned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_storage_list_returned_objects_total",
+			Help: "Objects returned by lists, by resource and storage (etcd or watchcache).",
+		}, []string{"resource", "storage"}),
+		eventsReceived: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_watch_cache_events_received_total",
+			Help: "Events the watch cache received from etcd, by resource.",
+		}, []string{"resource"}),
+		resourceVersion: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apiserver_watch_cache_resource_version",
+			Help: "The revision the watch cache has reached, by resource.",
+		}, []string{"resource"}),
+		initializations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_watch_cache_initializations_total",
+			Help: "Watch cache initializations (first list and every re-list), by resource.",
+		}, []string{"resource"}),
+		initDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "apiserver_watch_cache_initialization_duration_seconds",
+			Help:    "Time to list a resource from etcd into the watch cache, by resource.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
+		}, []string{"resource"}),
+		initErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_watch_cache_initialization_errors_total",
+			Help: "Failed watch cache initializations and broken watches that forced a re-list, by resource.",
+		}, []string{"resource"}),
+		readWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "apiserver_watch_cache_read_wait_seconds",
+			Help:    "Time reads waited for the watch cache to reach the revision they need, by resource.",
+			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 3},
+		}, []string{"resource"}),
+		snapshotsRetained: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apiserver_watch_cache_snapshots",
+			Help: "Snapshots the watch cache keeps for exact-revision lists and continuations, by resource.",
+		}, []string{"resource"}),
+	}
+	reg.MustRegister(m.listFetched, m.listReturned, m.eventsReceived, m.resourceVersion,
+		m.initializations, m.initDuration, m.initErrors, m.readWait, m.snapshotsRetained)
+	return m
+}
+
+// Storage names for list metrics.
+const (
+	StorageEtcd  = "etcd"
+	StorageCache = "watchcache"
+)
+
+// ListServed records one list: objects examined and objects returned.
+func (m *Storage) ListServed(resource, storage string, fetched, returned int) {
+	if m == nil {
+		return
+	}
+	m.listFetched.WithLabelValues(resource, storage).Add(float64(fetched))
+	m.listReturned.WithLabelValues(resource, storage).Add(float64(returned))
+}
+
+// EventReceived records an event applied to a cache, which has reached rv.
+func (m *Storage) EventReceived(resource string) {
+	if m == nil {
+		return
+	}
+	m.eventsReceived.WithLabelValues(resource).Inc()
+}
+
+// ResourceVersion records the revision a cache has reached.
+func (m *Storage) ResourceVersion(resource string, rv uint64) {
+	if m == nil {
+		return
+	}
+	m.resourceVersion.WithLabelValues(resource).Set(float64(rv))
+}
+
+// Initialized records a cache (re)initialization that took seconds.
+func (m *Storage) Initialized(resource string, seconds float64) {
+	if m == nil {
+		return
+	}
+	m.initializations.WithLabelValues(resource).Inc()
+	m.initDuration.WithLabelValues(resource).Observe(seconds)
+}
+
+// InitializationFailed records a failed initialization or a broken watch.
+func (m *Storage) InitializationFailed(resource string) {
+	if m == nil {
+		return
+	}
+	m.initErrors.WithLabelValues(resource).Inc()
+}
+
+// ReadWaited records how long a read waited for freshness.
+func (m *Storage) ReadWaited(resource string, seconds float64) {
+	if m == nil {
+		return
+	}
+	m.readWait.WithLabelValues(resource).Observe(seconds)
+}
+
+// SnapshotsRetained records how many snapshots a cache keeps.
+func (m *Storage) SnapshotsRetained(resource string, n int) {
+	if m == nil {
+		return
+	}
+	m.snapshotsRetained.WithLabelValues(resource).Set(float64(n))
+}

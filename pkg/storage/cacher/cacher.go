@@ -1,0 +1,252 @@
+package cacher
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/watchcache/watchcache/pkg/metrics"
+	"github.com/watchcache/watchcache/pkg/object"
+	"github.com/watchcache/watchcache/pkg/storage"
+)
+
+// Defaults of Config.
+const (
+	DefaultHistoryWindow   = 75 * time.Second
+	DefaultHistoryCapacity = 10000
+	// freshnessTimeout bounds how long a read waits for the cache to reach
+	// the revision it needs before failing with 504 and Retry-After: 1.
+	freshnessTimeout = 3 * time.Second
+)
+
+// Config configures a Cacher.
+type Config struct {
+	// Store is the wrapped store (etcd3): the source of the cache, and
+	// where writes and delegated reads go.
+	Store storage.Interface
+	// Resource names the resource in logs and metrics.
+	Resource string
+	// IndexedFields are selectable fields to index (exact-value field
+	// selectors on them are served by index lookup).
+	IndexedFields []string
+	// HistoryWindow and HistoryCapacity bound the snapshots kept for
+	// exact-revision lists and continuations (0: the defaults).
+	HistoryWindow   time.Duration
+	HistoryCapacity int
+	// IsCompacted, if not nil, tells whether etcd has compacted a revision;
+	// every CompactionPollInterval (0: 10 s) the snapshots that only stand
+	// for compacted revisions are dropped.
+	IsCompacted            func(ctx context.Context, rev uint64) (bool, error)
+	CompactionPollInterval time.Duration
+	Metrics                *metrics.Storage
+	Log                    *slog.Logger
+}
+
+// Cacher is a storage.Interface that mirrors one resource of etcd in
+// memory and serves reads from it (see the package doc).
+type Cacher struct {
+	store       storage.Interface
+	resource    string
+	indexed     []string
+	metrics     *metrics.Storage
+	log         *slog.Logger
+	isCompacted func(context.Context, uint64) (bool, error)
+	compactPoll time.Duration
+
+	// newest is the latest snapshot; readers load it without locks.
+	newest  atomic.Pointer[snapshot]
+	ready   atomic.Bool
+	fresh   *freshness
+	history *snapshotHistory
+
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+}
+
+var _ storage.Interface = (*Cacher)(nil)
+
+// New starts a cache of cfg.Store: it lists, then watches, in the
+// background; until the first list completes it delegates reads to etcd.
+func New(cfg Config) *Cacher {
+	if cfg.HistoryWindow == 0 {
+		cfg.HistoryWindow = DefaultHistoryWindow
+	}
+	if cfg.HistoryCapacity == 0 {
+		cfg.HistoryCapacity = DefaultHistoryCapacity
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Cacher{
+		store:       cfg.Store,
+		resource:    cfg.Resource,
+		indexed:     cfg.IndexedFields,
+		metrics:     cfg.Metrics,
+		log:         cfg.Log.With("resource", cfg.Resource),
+		isCompacted: cfg.IsCompacted,
+		compactPoll: cfg.CompactionPollInterval,
+		fresh:       newFreshness(),
+		history:     newSnapshotHistory(cfg.HistoryWindow, cfg.HistoryCapacity),
+		cancel:      cancel,
+	}
+	c.done.Add(2)
+	go func() { defer c.done.Done(); c.reflect(ctx) }()
+	go func() { defer c.done.Done(); c.fresh.requestProgress(ctx, c.store.RequestProgress) }()
+	if c.compactPoll == 0 {
+		c.compactPoll = defaultCompactionPollInterval
+	}
+	if c.isCompacted != nil {
+		c.done.Add(1)
+		go func() { defer c.done.Done(); c.trimCompacted(ctx) }()
+	}
+	return c
+}
+
+// Stop stops the cache's goroutines and waits for them.
+func (c *Cacher) Stop() {
+	c.cancel()
+	c.done.Wait()
+}
+
+// Ready reports whether the cache serves reads (its list is complete and
+// its watch running).
+func (c *Cacher) Ready() bool { return c.ready.Load() }
+
+// Schema implements storage.Interface.
+func (c *Cacher) Schema() *object.Schema { return c.store.Schema() }
+
+// Create implements storage.Interface: writes go to etcd.
+func (c *Cacher) Create(ctx context.Context, key string, data []byte) (*object.Object, error) {
+	return c.store.Create(ctx, key, data)
+}
+
+// GuaranteedUpdate implements storage.Interface: the write goes to etcd,
+// with the cached object as the suggested current state, so the common
+// case costs no extra etcd read.
+func (c *Cacher) GuaranteedUpdate(ctx context.Context, key string, pre *storage.Preconditions, tryUpdate storage.UpdateFunc, cached *object.Object) (*object.Object, error) {
+	if cached == nil {
+		cached = c.cachedObject(key)
+	}
+	return c.store.GuaranteedUpdate(ctx, key, pre, tryUpdate, cached)
+}
+
+// Delete implements storage.Interface, like GuaranteedUpdate.
+func (c *Cacher) Delete(ctx context.Context, key string, pre *storage.Preconditions, cached *object.Object) (*object.Object, error) {
+	if cached == nil {
+		cached = c.cachedObject(key)
+	}
+	return c.store.Delete(ctx, key, pre, cached)
+}
+
+// cachedObject returns the newest cached state of key, if the cache is
+// ready and has it.
+func (c *Cacher) cachedObject(key string) *object.Object {
+	if !c.ready.Load() {
+		return nil
+	}
+	obj, _ := c.newest.Load().get(key)
+	return obj
+}
+
+// Watch implements storage.Interface; watches are served by etcd until the
+// cache serves them (watch cache, part 2).
+func (c *Cacher) Watch(ctx context.Context, scope string, opts storage.ListOptions) (storage.Watcher, error) {
+	return c.store.Watch(ctx, scope, opts)
+}
+
+// CurrentResourceVersion implements storage.Interface.
+func (c *Cacher) CurrentResourceVersion(ctx context.Context) (uint64, error) {
+	return c.store.CurrentResourceVersion(ctx)
+}
+
+// RequestProgress implements storage.Interface.
+func (c *Cacher) RequestProgress(ctx context.Context) error { return c.store.RequestProgress(ctx) }
+
+// Get implements storage.Interface, following the decisions table.
+func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions) (*object.Object, error) {
+	plan, err := storage.PlanGet(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := storage.CheckKey(key); err != nil {
+		return nil, err
+	}
+	if decide(plan.Read, c.ready.Load()) == fromEtcd {
+		return c.store.Get(ctx, key, opts)
+	}
+	sn, err := c.newestAt(ctx, plan.RV)
+	if err != nil {
+		return nil, err
+	}
+	obj, ok := sn.get(key)
+	if !ok {
+		return nil, storage.NewNotFound(key)
+	}
+	return obj, nil
+}
+
+// GetList implements storage.Interface, following the decisions table.
+func (c *Cacher) GetList(ctx context.Context, scope string, opts storage.ListOptions) (*storage.List, error) {
+	plan, err := storage.PlanList(opts, scope)
+	if err != nil {
+		return nil, err
+	}
+	if err := storage.CheckScope(scope); err != nil {
+		return nil, err
+	}
+	if err := opts.ValidateSelectors(c.store.Schema()); err != nil {
+		return nil, err
+	}
+	var sn *snapshot
+	var listRV uint64
+	switch decide(plan.Read, c.ready.Load()) {
+	case fromEtcd:
+		return c.store.GetList(ctx, scope, opts)
+	case fromNewest:
+		if sn, err = c.newestAt(ctx, plan.RV); err != nil {
+			return nil, err
+		}
+		listRV = sn.rv
+	case fromHistory:
+		if err := c.waitFor(ctx, plan.RV); err != nil {
+			return nil, err
+		}
+		var kept bool
+		if sn, kept = c.history.at(plan.RV); !kept {
+			return c.store.GetList(ctx, scope, opts)
+		}
+		listRV = plan.RV
+	}
+	p := sn.list(scope, plan.StartKey, plan.Limit, &opts)
+	c.metrics.ListServed(c.resource, metrics.StorageCache, p.scanned, len(p.items))
+	list := &storage.List{Items: p.items, ResourceVersion: listRV}
+	if p.next != "" {
+		list.Continue = storage.EncodeContinue(int64(listRV), p.next)
+		if p.remaining >= 0 {
+			list.RemainingItemCount = &p.remaining
+		}
+	}
+	return list, nil
+}
+
+// newestAt returns the newest snapshot once the cache has reached rv.
+func (c *Cacher) newestAt(ctx context.Context, rv uint64) (*snapshot, error) {
+	if err := c.waitFor(ctx, rv); err != nil {
+		return nil, err
+	}
+	return c.newest.Load(), nil
+}
+
+// waitFor waits until the cache reaches rv, recording the wait.
+func (c *Cacher) waitFor(ctx context.Context, rv uint64) error {
+	if c.fresh.current() >= rv {
+		return nil
+	}
+	start := time.Now()
+	err := c.fresh.waitFor(ctx, rv, freshnessTimeout)
+	c.metrics.ReadWaited(c.resource, time.Since(start).Seconds())
+	return err
+}

@@ -1,0 +1,54 @@
+package cacher
+
+import "github.com/watchcache/watchcache/pkg/storage"
+
+// source says where a read is served from.
+type source int
+
+const (
+	// fromEtcd delegates the read to the wrapped store.
+	fromEtcd source = iota + 1
+	// fromNewest serves the newest snapshot, after waiting (at most
+	// freshnessTimeout) until the cache reaches the requested revision.
+	fromNewest
+	// fromHistory serves the snapshot holding the state at exactly the
+	// requested revision; etcd when that snapshot is no longer kept.
+	fromHistory
+)
+
+// decisionRow is one row of the cache-or-etcd table.
+type decisionRow struct {
+	read storage.ReadKind
+	src  source
+	why  string
+}
+
+// decisions is the table that decides where gets and lists are served
+// (DESIGN.md §3). The read kind comes from the semantics tables
+// (storage.PlanGet, storage.PlanList), which have already turned
+// resourceVersion × resourceVersionMatch × continue × limit into one of
+// these kinds.
+var decisions = []decisionRow{
+	{storage.ReadConsistent, fromEtcd,
+		"resourceVersion unset must reflect every write acknowledged before the read; until the consistent-read wait of KEP-2340 is built, only etcd guarantees that"},
+	{storage.ReadAny, fromNewest,
+		`resourceVersion "0" allows any state: the newest snapshot, with limit and continue honoured (upstream ignores the limit)`},
+	{storage.ReadNotOlderThan, fromNewest,
+		"a state at revision ≥ N: wait until the cache reaches N, then the newest snapshot"},
+	{storage.ReadExact, fromHistory,
+		"exactly revision N (Exact, legacy limit+N, continue tokens): the snapshot holding it, so pages of one list share one snapshot"},
+}
+
+// decide returns where to serve a read of the given kind; a cache that is
+// not ready (initializing or re-listing) delegates everything to etcd.
+func decide(read storage.ReadKind, ready bool) source {
+	if !ready {
+		return fromEtcd
+	}
+	for _, row := range decisions {
+		if row.read == read {
+			return row.src
+		}
+	}
+	return fromEtcd
+}

@@ -1,0 +1,116 @@
+package cacher
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// snapshotHistory keeps recent snapshots by revision, for exact-revision
+// lists and list continuations. A snapshot taken at revision S stands for
+// every revision from S up to (excluding) the next snapshot's: nothing
+// changed in between.
+//
+// It is written by the reflector goroutine and read by any request; a
+// mutex guards the slice (held only for appends, trims and a binary
+// search).
+type snapshotHistory struct {
+	window   time.Duration
+	capacity int
+
+	mu      sync.RWMutex
+	entries []historyEntry // by ascending revision
+}
+
+type historyEntry struct {
+	sn    *snapshot
+	taken time.Time
+}
+
+func newSnapshotHistory(window time.Duration, capacity int) *snapshotHistory {
+	return &snapshotHistory{window: window, capacity: capacity}
+}
+
+// reset drops every snapshot and starts over from sn (a re-list: the
+// history before it is unknown).
+func (h *snapshotHistory) reset(sn *snapshot, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.entries = append(h.entries[:0], historyEntry{sn, now})
+}
+
+// add records the snapshot after an applied event (or progress), trimming
+// what fell out of the window or beyond capacity. The newest snapshot is
+// always kept.
+func (h *snapshotHistory) add(sn *snapshot, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n := len(h.entries); n > 0 && h.entries[n-1].sn.rv == sn.rv {
+		h.entries[n-1] = historyEntry{sn, now}
+	} else {
+		h.entries = append(h.entries, historyEntry{sn, now})
+	}
+	drop := 0
+	for drop < len(h.entries)-1 && (len(h.entries)-drop > h.capacity || now.Sub(h.entries[drop].taken) > h.window) {
+		drop++
+	}
+	h.dropLocked(drop)
+}
+
+// trimCompacted drops the oldest snapshots whose revisions etcd has all
+// compacted away (compacted(rev) reports whether rev is): etcd can no
+// longer serve those revisions either, so there is no point holding them.
+// A snapshot stands for the revisions up to the next one's, so it goes when
+// the revision just before the next snapshot is compacted. The newest
+// snapshot is always kept. Binary search: a handful of calls to compacted,
+// made without the lock.
+func (h *snapshotHistory) trimCompacted(compacted func(rev uint64) bool) {
+	h.mu.RLock()
+	if len(h.entries) < 2 {
+		h.mu.RUnlock()
+		return
+	}
+	oldest := h.entries[0].sn
+	lastRevs := make([]uint64, len(h.entries)-1) // lastRevs[i]: last revision entries[i] stands for
+	for i := range lastRevs {
+		lastRevs[i] = h.entries[i+1].sn.rv - 1
+	}
+	h.mu.RUnlock()
+	drop := sort.Search(len(lastRevs), func(i int) bool { return !compacted(lastRevs[i]) })
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.entries) > drop && h.entries[0].sn == oldest {
+		h.dropLocked(drop)
+	}
+}
+
+func (h *snapshotHistory) dropLocked(n int) {
+	if n == 0 {
+		return
+	}
+	copy(h.entries, h.entries[n:])
+	for i := len(h.entries) - n; i < len(h.entries); i++ {
+		h.entries[i] = historyEntry{}
+	}
+	h.entries = h.entries[:len(h.entries)-n]
+}
+
+// at returns the snapshot that holds the state at revision rv: the newest
+// one taken at or before rv. ok is false when rv is older than the oldest
+// snapshot kept. The caller must know the cache has reached rv.
+func (h *snapshotHistory) at(rv uint64) (*snapshot, bool) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	i := sort.Search(len(h.entries), func(i int) bool { return h.entries[i].sn.rv > rv })
+	if i == 0 {
+		return nil, false
+	}
+	return h.entries[i-1].sn, true
+}
+
+// len is the number of snapshots kept.
+func (h *snapshotHistory) len() int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.entries)
+}
