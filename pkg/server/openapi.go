@@ -1,8 +1,414 @@
 package server
 
-import "net/http"
+import (
+	"bytes"
+	"crypto/sha512"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strings"
+	"time"
 
-// serveOpenAPI is a placeholder until OpenAPI documents are served.
+	"github.com/watchcache/watchcache/pkg/resource"
+	apiresource "k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// OpenAPI v3 as kube-apiserver serves it: /openapi/v3 lists one document
+// per group version, each at a URL carrying the document's hash, so that
+// clients may cache it for good. kubectl reads these documents: the PATCH
+// operation of a kind tells it whether the server validates fields itself
+// (the fieldValidation query parameter; if not, kubectl refuses to create
+// or apply without downloading a schema) and whether the kind takes
+// strategic merge patches, which client-side apply then computes from the
+// kind's schema (patch strategies and merge keys). Built-in kinds get their
+// real schemas, reflected from their k8s.io/api types and struct tags;
+// custom resources, schemaless, an open object. /openapi/v2 is not served:
+// kubectl only falls back to it, and tolerates its absence.
+
+// openAPIDoc is one precomputed document.
+type openAPIDoc struct {
+	body []byte
+	hash string // uppercase hex SHA-512 of body, as kube-apiserver's; the ETag
+}
+
+func newOpenAPIDoc(v any) *openAPIDoc {
+	body, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("encoding an OpenAPI document: %v", err)) // maps of plain values only
+	}
+	return &openAPIDoc{body: body, hash: fmt.Sprintf("%X", sha512.Sum512(body))}
+}
+
+// openAPIDocs are the documents of a registry, built once at start.
+type openAPIDocs struct {
+	index *openAPIDoc            // /openapi/v3
+	gv    map[string]*openAPIDoc // "api/v1", "apis/example.com/v1" → document
+}
+
+func buildOpenAPI(reg *resource.Registry) *openAPIDocs {
+	docs := &openAPIDocs{gv: map[string]*openAPIDoc{}}
+	type entry struct {
+		ServerRelativeURL string `json:"serverRelativeURL"`
+	}
+	index := map[string]entry{}
+	for _, res := range reg.All() {
+		key := "api/" + res.Version
+		if res.Group != "" {
+			key = "apis/" + res.Group + "/" + res.Version
+		}
+		if docs.gv[key] != nil {
+			continue
+		}
+		doc := newOpenAPIDoc(groupVersionDocument(reg.InGroupVersion(res.GroupVersion())))
+		docs.gv[key] = doc
+		index[key] = entry{ServerRelativeURL: "/openapi/v3/" + key + "?hash=" + doc.hash}
+	}
+	docs.index = newOpenAPIDoc(map[string]any{"paths": index})
+	return docs
+}
+
+// serveOpenAPI serves /openapi/v3 and the documents below it.
 func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
-	writeError(w, notFoundPath(), nil, "")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		writeError(w, newAPIError(http.StatusMethodNotAllowed, "MethodNotAllowed", "method %s is not allowed", r.Method), nil, "")
+		return
+	}
+	if r.URL.Path == "/openapi/v3" {
+		serveOpenAPIDoc(w, r, s.openapi.index)
+		return
+	}
+	key, ok := strings.CutPrefix(r.URL.Path, "/openapi/v3/")
+	doc := s.openapi.gv[key]
+	if !ok || doc == nil {
+		writeError(w, notFoundPath(), nil, "")
+		return
+	}
+	w.Header().Set("Vary", "Accept")
+	if !acceptsJSON(r.Header.Get("Accept")) {
+		writeError(w, newAPIError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable,
+			"OpenAPI documents are only served as application/json"), nil, "")
+		return
+	}
+	if hash := r.URL.Query().Get("hash"); hash != "" {
+		if hash != doc.hash {
+			// A stale hash: send the client to the current document.
+			http.Redirect(w, r, r.URL.Path+"?hash="+url.QueryEscape(doc.hash), http.StatusMovedPermanently)
+			return
+		}
+		w.Header().Set("Cache-Control", "public, immutable")
+		w.Header().Set("Expires", time.Now().AddDate(1, 0, 0).UTC().Format(http.TimeFormat))
+	}
+	serveOpenAPIDoc(w, r, doc)
+}
+
+// serveOpenAPIDoc writes a document with its ETag (http.ServeContent
+// answers a matching If-None-Match with 304).
+func serveOpenAPIDoc(w http.ResponseWriter, r *http.Request, doc *openAPIDoc) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Etag", `"`+doc.hash+`"`)
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(doc.body))
+}
+
+// acceptsJSON reports whether an Accept header admits application/json.
+func acceptsJSON(accept string) bool {
+	if accept == "" {
+		return true
+	}
+	for _, part := range strings.Split(accept, ",") {
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err == nil && (mt == "application/json" || mt == "application/*" || mt == "*/*") {
+			return true
+		}
+	}
+	return false
+}
+
+// groupVersionDocument is the OpenAPI v3 document of one group version.
+func groupVersionDocument(resources []*resource.Resource) map[string]any {
+	sg := schemaGen{schemas: map[string]map[string]any{}}
+	for _, t := range []reflect.Type{reflect.TypeFor[metav1.ObjectMeta](), reflect.TypeFor[metav1.ListMeta](),
+		reflect.TypeFor[metav1.Status](), reflect.TypeFor[metav1.DeleteOptions](), reflect.TypeFor[metav1.WatchEvent]()} {
+		sg.ref(t)
+	}
+	sg.schemas[patchSchema] = map[string]any{"type": "object",
+		"description": "The body of a PATCH request, in the format its Content-Type names."}
+	paths := map[string]any{}
+	for _, res := range resources {
+		addResourcePaths(paths, &sg, res)
+	}
+	return map[string]any{
+		"openapi":    "3.0.0",
+		"info":       map[string]any{"title": "Kubernetes", "version": Version.GitVersion},
+		"paths":      paths,
+		"components": map[string]any{"schemas": sg.schemas},
+	}
+}
+
+const (
+	patchSchema  = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch"
+	schemaPrefix = "#/components/schemas/"
+)
+
+// kindSchemas adds the schemas of a resource's kind and list kind and
+// returns their names.
+func kindSchemas(sg *schemaGen, res *resource.Resource) (object, list string) {
+	gvk := func(kind string) []map[string]string {
+		return []map[string]string{{"group": res.Group, "version": res.Version, "kind": kind}}
+	}
+	if res.StrategicMergeType != nil {
+		object = sg.ref(reflect.TypeOf(res.StrategicMergeType))
+	} else {
+		object = reverseDomain(res.Group) + "." + res.Version + "." + res.Kind
+		sg.schemas[object] = map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+			"description": res.Kind + " is a custom resource; its objects are not checked beyond their metadata.",
+			"properties": map[string]any{"apiVersion": stringSchema(), "kind": stringSchema(),
+				"metadata": refSchema(schemaName(reflect.TypeFor[metav1.ObjectMeta]()))}}
+	}
+	sg.schemas[object]["x-kubernetes-group-version-kind"] = gvk(res.Kind)
+	list = object + "List"
+	sg.schemas[list] = map[string]any{"type": "object", "required": []string{"items"},
+		"x-kubernetes-group-version-kind": gvk(res.ListKind()),
+		"properties": map[string]any{"apiVersion": stringSchema(), "kind": stringSchema(),
+			"metadata": refSchema(schemaName(reflect.TypeFor[metav1.ListMeta]())),
+			"items":    map[string]any{"type": "array", "items": refSchema(object)}}}
+	return object, list
+}
+
+var (
+	// validationParams are the parameters of create, update and patch.
+	validationParams = []any{queryParam("fieldValidation",
+		"How to treat unknown and duplicate fields: Ignore, Warn (the default) or Strict.")}
+	listQueryParams = []any{
+		queryParam("allowWatchBookmarks", "Asks a watch for BOOKMARK events."),
+		queryParam("continue", "The continue token of the previous page of a chunked list."),
+		queryParam("fieldSelector", "Selects objects by fields."),
+		queryParam("labelSelector", "Selects objects by labels."),
+		queryParam("limit", "The most objects in one page of a list."),
+		queryParam("resourceVersion", "The resourceVersion to list or watch from."),
+		queryParam("resourceVersionMatch", "How resourceVersion applies to a list: Exact or NotOlderThan."),
+		queryParam("sendInitialEvents", "Asks a watch to start with the current objects."),
+		queryParam("timeoutSeconds", "How long a list or watch may last."),
+		queryParam("watch", "Watches for changes instead of listing."),
+	}
+	getParams  = []any{queryParam("resourceVersion", "The resourceVersion to read at.")}
+	jsonTypes  = []string{"application/json"}
+	watchTypes = []string{"application/json", "application/json;stream=watch"}
+)
+
+// addResourcePaths adds a resource's paths, laid out and named as
+// kube-apiserver's, and its kinds' schemas.
+func addResourcePaths(paths map[string]any, sg *schemaGen, res *resource.Resource) {
+	object, list := kindSchemas(sg, res)
+	prefix, group := "/api/"+res.Version, "core"
+	if res.Group != "" {
+		prefix, group = "/apis/"+res.Group+"/"+res.Version, ""
+		for i, part := range strings.Split(res.Group, ".") {
+			if i > 0 {
+				part = upperFirst(part)
+			}
+			group += part
+		}
+	}
+	tag, gvName := group+"_"+res.Version, upperFirst(group)+upperFirst(res.Version) // core_v1, CoreV1
+	gvk := map[string]string{"group": res.Group, "version": res.Version, "kind": res.Kind}
+	op := func(action, id string, params []any, code, schema string, types []string) map[string]any {
+		o := map[string]any{"operationId": id, "tags": []string{tag},
+			"x-kubernetes-action": action, "x-kubernetes-group-version-kind": gvk,
+			"responses": map[string]any{code: map[string]any{"description": "OK", "content": content(schema, types)},
+				"401": map[string]any{"description": "Unauthorized"}}}
+		if len(params) > 0 {
+			o["parameters"] = params
+		}
+		return o
+	}
+	withBody := func(o map[string]any, schema string, types []string) map[string]any {
+		o["requestBody"] = map[string]any{"required": true, "content": content(schema, types)}
+		return o
+	}
+	patchTypes := []string{jsonPatchType, mergePatchType}
+	if res.StrategicMergeType != nil {
+		patchTypes = append(patchTypes, strategicPatchType)
+	}
+	event := schemaName(reflect.TypeFor[metav1.WatchEvent]())
+	deleteOptions := schemaName(reflect.TypeFor[metav1.DeleteOptions]())
+
+	kind, nsKind := res.Kind, res.Kind
+	collection, scopeParams := prefix+"/"+res.Plural, []any{}
+	if res.Namespaced {
+		nsKind = "Namespaced" + kind
+		collection, scopeParams = prefix+"/namespaces/{namespace}/"+res.Plural, []any{pathParam("namespace")}
+		paths[prefix+"/"+res.Plural] = map[string]any{
+			"get": op("list", "list"+gvName+kind+"ForAllNamespaces", listQueryParams, "200", list, jsonTypes)}
+		paths[prefix+"/watch/"+res.Plural] = map[string]any{
+			"get": op("watchlist", "watch"+gvName+kind+"ListForAllNamespaces", listQueryParams, "200", event, watchTypes)}
+	}
+	itemParams := append([]any{pathParam("name")}, scopeParams...)
+	paths[collection] = map[string]any{"parameters": scopeParams,
+		"get":    op("list", "list"+gvName+nsKind, listQueryParams, "200", list, jsonTypes),
+		"post":   withBody(op("post", "create"+gvName+nsKind, validationParams, "201", object, jsonTypes), object, jsonTypes),
+		"delete": op("deletecollection", "delete"+gvName+"Collection"+nsKind, listQueryParams, "200", list, jsonTypes),
+	}
+	paths[collection+"/{name}"] = map[string]any{"parameters": itemParams,
+		"get":    op("get", "read"+gvName+nsKind, getParams, "200", object, jsonTypes),
+		"put":    withBody(op("put", "replace"+gvName+nsKind, validationParams, "200", object, jsonTypes), object, jsonTypes),
+		"patch":  withBody(op("patch", "patch"+gvName+nsKind, validationParams, "200", object, jsonTypes), patchSchema, patchTypes),
+		"delete": withBody(op("delete", "delete"+gvName+nsKind, nil, "200", object, jsonTypes), deleteOptions, jsonTypes),
+	}
+	watchCollection := prefix + "/watch" + strings.TrimPrefix(collection, prefix)
+	paths[watchCollection] = map[string]any{"parameters": scopeParams,
+		"get": op("watchlist", "watch"+gvName+nsKind+"List", listQueryParams, "200", event, watchTypes)}
+	paths[watchCollection+"/{name}"] = map[string]any{"parameters": itemParams,
+		"get": op("watch", "watch"+gvName+nsKind, listQueryParams, "200", event, watchTypes)}
+}
+
+// content is the content of a request or response body: one schema in
+// each media type.
+func content(schema string, types []string) map[string]any {
+	out := map[string]any{}
+	for _, t := range types {
+		out[t] = map[string]any{"schema": map[string]any{"$ref": schemaPrefix + schema}}
+	}
+	return out
+}
+
+func upperFirst(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
+
+func queryParam(name, description string) map[string]any {
+	return map[string]any{"name": name, "in": "query", "description": description, "schema": stringSchema()}
+}
+
+func pathParam(name string) map[string]any {
+	return map[string]any{"name": name, "in": "path", "required": true, "schema": stringSchema()}
+}
+
+func stringSchema() map[string]any { return map[string]any{"type": "string"} }
+
+// refSchema refers to a component. The reference is wrapped in allOf, as
+// kube-apiserver does, so that a property may carry extensions beside it.
+func refSchema(name string) map[string]any {
+	return map[string]any{"allOf": []any{map[string]any{"$ref": schemaPrefix + name}}}
+}
+
+// reverseDomain turns "example.com" into "com.example".
+func reverseDomain(domain string) string {
+	labels := strings.Split(domain, ".")
+	for i, j := 0, len(labels)-1; i < j; i, j = i+1, j-1 {
+		labels[i], labels[j] = labels[j], labels[i]
+	}
+	return strings.Join(labels, ".")
+}
+
+// schemaName names a type's schema as kube-apiserver does: its package
+// path, domain reversed, and its name ("io.k8s.api.core.v1.Pod").
+func schemaName(t reflect.Type) string {
+	domain, rest, _ := strings.Cut(t.PkgPath(), "/")
+	return reverseDomain(domain) + "." + strings.ReplaceAll(rest, "/", ".") + "." + t.Name()
+}
+
+// specialSchemas are the types whose JSON form is not their Go structure.
+var specialSchemas = map[reflect.Type]func() map[string]any{
+	reflect.TypeFor[metav1.Time]():      func() map[string]any { return map[string]any{"type": "string", "format": "date-time"} },
+	reflect.TypeFor[metav1.MicroTime](): func() map[string]any { return map[string]any{"type": "string", "format": "date-time"} },
+	reflect.TypeFor[metav1.Duration]():  stringSchema,
+	reflect.TypeFor[metav1.FieldsV1]():  func() map[string]any { return map[string]any{"type": "object"} },
+	reflect.TypeFor[apiresource.Quantity](): func() map[string]any {
+		return map[string]any{"oneOf": []any{map[string]any{"type": "string"}, map[string]any{"type": "number"}}}
+	},
+	reflect.TypeFor[intstr.IntOrString](): func() map[string]any {
+		return map[string]any{"format": "int-or-string", "oneOf": []any{map[string]any{"type": "integer"}, map[string]any{"type": "string"}}}
+	},
+	reflect.TypeFor[runtime.RawExtension](): func() map[string]any {
+		return map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+	},
+}
+
+// schemaGen reflects Go types into OpenAPI v3 schemas, one component per
+// struct type.
+type schemaGen struct {
+	schemas map[string]map[string]any
+}
+
+// ref makes sure a struct type has its component and returns its name.
+func (sg *schemaGen) ref(t reflect.Type) string {
+	name := schemaName(t)
+	if _, done := sg.schemas[name]; done {
+		return name
+	}
+	props := map[string]any{}
+	sg.schemas[name] = map[string]any{"type": "object", "properties": props}
+	sg.addFields(props, t)
+	return name
+}
+
+// addFields adds the JSON fields of a struct type, inlined ones included,
+// with their patch strategies.
+func (sg *schemaGen) addFields(props map[string]any, t reflect.Type) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if name == "" && (f.Anonymous || strings.Contains(opts, "inline")) && ft.Kind() == reflect.Struct {
+			sg.addFields(props, ft)
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		s := sg.schema(f.Type)
+		if v := f.Tag.Get("patchStrategy"); v != "" {
+			s["x-kubernetes-patch-strategy"] = v
+		}
+		if v := f.Tag.Get("patchMergeKey"); v != "" {
+			s["x-kubernetes-patch-merge-key"] = v
+		}
+		props[name] = s
+	}
+}
+
+// schema is the (new, modifiable) schema of a value of type t.
+func (sg *schemaGen) schema(t reflect.Type) map[string]any {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if special := specialSchemas[t]; special != nil {
+		return special()
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return map[string]any{"type": "boolean"}
+	case reflect.Int, reflect.Int64, reflect.Uint, reflect.Uint64:
+		return map[string]any{"type": "integer", "format": "int64"}
+	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Uint8, reflect.Uint16, reflect.Uint32:
+		return map[string]any{"type": "integer", "format": "int32"}
+	case reflect.Float32, reflect.Float64:
+		return map[string]any{"type": "number", "format": "double"}
+	case reflect.String:
+		return stringSchema()
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return map[string]any{"type": "string", "format": "byte"}
+		}
+		return map[string]any{"type": "array", "items": sg.schema(t.Elem())}
+	case reflect.Map:
+		return map[string]any{"type": "object", "additionalProperties": sg.schema(t.Elem())}
+	case reflect.Struct:
+		return refSchema(sg.ref(t))
+	}
+	return map[string]any{"x-kubernetes-preserve-unknown-fields": true}
 }

@@ -42,6 +42,7 @@ type Server struct {
 	checks     map[string]func(context.Context) error
 	minWatch   time.Duration
 	mux        *http.ServeMux
+	openapi    *openAPIDocs
 }
 
 // New builds a Server.
@@ -54,6 +55,7 @@ func New(cfg Config) *Server {
 		checks:     cfg.ReadyChecks,
 		minWatch:   cfg.MinWatchTimeout,
 		mux:        http.NewServeMux(),
+		openapi:    buildOpenAPI(cfg.Registry),
 	}
 	if s.minWatch == 0 {
 		s.minWatch = 30 * time.Minute

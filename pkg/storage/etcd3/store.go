@@ -287,4 +287,3 @@ func (s *Store) decodeKV(fullKey, value []byte, rev int64) (*object.Object, erro
 	}
 	return obj, nil
 }
-
