@@ -29,6 +29,7 @@ func runMain(m *testing.M) int {
 		DataDir:           dir,
 		EtcdPrefix:        "/registry",
 		EtcdUnsafeNoFsync: true,
+		WatchCache:        true,
 		// Frequent progress notifications make bookmarks observable.
 		EtcdProgressNotifyInterval: 200 * time.Millisecond,
 		BindAddress:                "127.0.0.1",

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -33,11 +34,18 @@ func parseFlags(args []string) (app.Config, error) {
 	fs.StringVar(&c.BindAddress, "bind-address", "127.0.0.1", "address to serve HTTP on")
 	fs.IntVar(&c.Port, "port", 8080, "port to serve HTTP on (0: any free port)")
 	fs.StringVar(&c.ResourcesFile, "resources", "", "YAML file of custom resources to serve")
+	fs.BoolVar(&c.WatchCache, "watch-cache", true, "serve reads from a watch cache in front of etcd")
+	var sizes string
+	fs.StringVar(&sizes, "watch-cache-sizes", "", "per-resource watch cache history capacity, e.g. pods#1000,widgets.example.com#0 (0 turns the cache off for that resource)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	var err error
+	if c.WatchCacheSizes, err = parseCacheSizes(sizes); err != nil {
+		return c, err
 	}
 	if servers != "" {
 		c.EtcdServers = strings.Split(servers, ",")
@@ -87,4 +95,21 @@ func run(cfg app.Config) error {
 		return err
 	}
 	return a.Close()
+}
+
+// parseCacheSizes parses --watch-cache-sizes: resource#size, comma-separated.
+func parseCacheSizes(s string) (map[string]int, error) {
+	sizes := map[string]int{}
+	if s == "" {
+		return sizes, nil
+	}
+	for _, item := range strings.Split(s, ",") {
+		res, n, ok := strings.Cut(item, "#")
+		size, err := strconv.Atoi(n)
+		if !ok || res == "" || err != nil || size < 0 {
+			return nil, fmt.Errorf("--watch-cache-sizes: %q is not resource#size", item)
+		}
+		sizes[res] = size
+	}
+	return sizes, nil
 }

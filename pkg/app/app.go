@@ -16,10 +16,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/watchcache/watchcache/pkg/etcdembed"
+	"github.com/watchcache/watchcache/pkg/metrics"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/server"
 	"github.com/watchcache/watchcache/pkg/storage"
+	"github.com/watchcache/watchcache/pkg/storage/cacher"
 	"github.com/watchcache/watchcache/pkg/storage/etcd3"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -51,6 +54,12 @@ type Config struct {
 	Port        int
 	// ResourcesFile lists custom resources (optional).
 	ResourcesFile string
+	// WatchCache puts a watch cache in front of etcd for every resource
+	// (--watch-cache); WatchCacheSizes overrides it per resource
+	// ("pods" or "widgets.example.com" → history capacity; 0 turns the
+	// cache off for that resource).
+	WatchCache      bool
+	WatchCacheSizes map[string]int
 	// MinWatchTimeout is passed to the server (0: its default).
 	MinWatchTimeout time.Duration
 	Log             *slog.Logger
@@ -68,6 +77,7 @@ type App struct {
 	served  chan error
 	cancel  context.CancelFunc
 	client  *clientv3.Client
+	caches  []*cacher.Cacher
 	etcd    *etcdembed.Server
 	etcdLog *zap.Logger
 }
@@ -98,9 +108,11 @@ func Start(cfg Config) (a *App, err error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
+	promRegistry := prometheus.NewRegistry()
+	storageMetrics := metrics.NewStorage(promRegistry)
 	stores := map[*resource.Resource]storage.Interface{}
 	for _, res := range registry.All() {
-		stores[res] = etcd3.New(etcd3.Config{Client: a.client, Prefix: res.EtcdPrefix(cfg.EtcdPrefix), Schema: res.Schema()})
+		stores[res] = a.newStore(cfg, res, storageMetrics)
 	}
 	if err := ensureDefaultNamespace(ctx, stores[registry.Lookup("", "v1", "namespaces")]); err != nil {
 		return nil, err
@@ -109,7 +121,7 @@ func Start(cfg Config) (a *App, err error) {
 		go etcd3.NewCompactor(a.client, cfg.EtcdPrefix, cfg.CompactionInterval, cfg.Log).Run(ctx)
 	}
 	srv := server.New(server.Config{
-		Registry: registry, Stores: stores, Log: cfg.Log, MinWatchTimeout: cfg.MinWatchTimeout,
+		Registry: registry, Stores: stores, Log: cfg.Log, MinWatchTimeout: cfg.MinWatchTimeout, Metrics: promRegistry,
 		ReadyChecks: map[string]func(context.Context) error{"etcd": func(ctx context.Context) error {
 			_, err := stores[registry.Lookup("", "v1", "namespaces")].CurrentResourceVersion(ctx)
 			return err
@@ -128,6 +140,23 @@ func Start(cfg Config) (a *App, err error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// newStore builds a resource's store: etcd3, behind a watch cache unless
+// the cache is off for it.
+func (a *App) newStore(cfg Config, res *resource.Resource, m *metrics.Storage) storage.Interface {
+	etcdStore := etcd3.New(etcd3.Config{Client: a.client, Prefix: res.EtcdPrefix(cfg.EtcdPrefix), Schema: res.Schema(),
+		Resource: res.String(), Metrics: m})
+	size, sized := cfg.WatchCacheSizes[res.String()]
+	if !cfg.WatchCache && !sized || sized && size == 0 {
+		return etcdStore
+	}
+	c := cacher.New(cacher.Config{
+		Store: etcdStore, Resource: res.String(), IndexedFields: res.IndexedFields, HistoryCapacity: size,
+		IsCompacted: etcdStore.IsCompacted, Metrics: m, Log: cfg.Log,
+	})
+	a.caches = append(a.caches, c)
+	return c
 }
 
 // connectEtcd starts the embedded etcd unless external servers are given,
@@ -195,6 +224,9 @@ func (a *App) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		errs = append(errs, a.http.Shutdown(ctx))
 		cancel()
+	}
+	for _, c := range a.caches {
+		c.Stop()
 	}
 	if a.client != nil {
 		errs = append(errs, a.client.Close())

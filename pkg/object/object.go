@@ -12,9 +12,13 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"unsafe"
 )
 
 // Object is one stored object at one resourceVersion. It is immutable.
+//
+// Its strings (name, namespace, uid, labels, field values) share the
+// memory of its JSON bytes: the bytes must never be modified, by anyone.
 type Object struct {
 	// Key locates the object within its resource: "namespace/name" or, for
 	// cluster-scoped resources, "name".
@@ -139,7 +143,7 @@ var ErrInvalid = errors.New("invalid object")
 // writer can check it. data is not retained.
 func Decode(schema *Schema, key string, data []byte, rv uint64) (obj *Object, clientRV string, err error) {
 	d := decoder{s: scanner{data: data}, metaOpen: -1, rvKeyStart: -1}
-	d.values = make([]string, len(schema.paths))
+	d.values = make([]capture, len(schema.paths))
 	if err := d.object(schema.root); err != nil {
 		return nil, "", fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
@@ -149,13 +153,12 @@ func Decode(schema *Schema, key string, data []byte, rv uint64) (obj *Object, cl
 	if d.metaOpen < 0 {
 		return nil, "", fmt.Errorf("%w: metadata must be an object", ErrInvalid)
 	}
-	sort.Sort(labelPairs(d.labels))
-
 	// Cut the client's resourceVersion member (and one adjacent comma) out.
 	before, after := data, []byte(nil)
-	cut := 0
+	cutStart, cut := len(data), 0
 	if d.rvKeyStart >= 0 {
-		cutStart, cutEnd := memberCut(data, d.rvKeyStart, d.rvValueEnd)
+		var cutEnd int
+		cutStart, cutEnd = memberCut(data, d.rvKeyStart, d.rvValueEnd)
 		before, after = data[:cutStart], data[cutEnd:]
 		cut = cutEnd - cutStart
 	}
@@ -166,15 +169,44 @@ func Decode(schema *Schema, key string, data []byte, rv uint64) (obj *Object, cl
 		next = firstNonSpace(after)
 	}
 	needComma := next != '}'
-	obj = &Object{
-		key:    key,
-		rv:     rv,
-		fields: fieldValues{schema: schema, values: d.values},
-		labels: Labels(d.labels),
-	}
+	obj = &Object{key: key, rv: rv}
 	obj.json, obj.rvStart, obj.rvEnd = spliceRV(rv, needComma, head, mid, after)
+	inserted := int(obj.rvEnd - obj.rvStart)
 	obj.metaStart = int32(d.metaOpen)
-	obj.metaEnd = int32(d.metaClose-cut) + obj.rvEnd - obj.rvStart
+	obj.metaEnd = int32(d.metaClose - cut + inserted)
+
+	// The captured values become strings that share the served bytes
+	// (which never change): an input offset moves by the inserted member
+	// once past metadata's '{', and back by the cut once past the cut.
+	str := func(c capture) string {
+		if c.start < 0 {
+			return c.text
+		}
+		if c.start == c.end {
+			return ""
+		}
+		at := c.start
+		if at > d.metaOpen {
+			at += inserted
+		}
+		if c.start >= cutStart {
+			at -= cut
+		}
+		return unsafe.String(&obj.json[at], c.end-c.start)
+	}
+	values := make([]string, len(d.values))
+	for i, c := range d.values {
+		values[i] = str(c)
+	}
+	obj.fields = fieldValues{schema: schema, values: values}
+	if len(d.labels) > 0 {
+		labels := make(Labels, len(d.labels))
+		for i, c := range d.labels {
+			labels[i] = str(c)
+		}
+		sort.Sort(labelPairs(labels))
+		obj.labels = labels
+	}
 	return obj, d.clientRV, nil
 }
 
@@ -246,13 +278,13 @@ func firstNonSpace(b []byte) byte {
 // decoder collects what a Schema asks for during one scan.
 type decoder struct {
 	s          scanner
-	values     []string
-	labels     []string
 	metaOpen   int // offset of metadata's '{'
 	metaClose  int // offset just after metadata's '}'
 	rvKeyStart int // offset of the "resourceVersion" key in metadata, or -1
 	rvValueEnd int
 	clientRV   string
+	values     []capture // by schema field index
+	labels     []capture // key, value, key, value…
 }
 
 func (d *decoder) object(node *pathNode) error {
@@ -263,23 +295,24 @@ func (d *decoder) object(node *pathNode) error {
 		d.metaOpen = d.s.pos
 		defer func() { d.metaClose = d.s.pos }()
 	}
-	return d.s.forEachMember(func(key string, keyStart int) error {
-		child := node.children[key]
+	return d.s.forEachMember(func(key capture, keyStart int) error {
+		child := node.children[string(d.s.bytes(key))]
 		if child == nil {
 			return d.s.skipValue()
 		}
 		switch {
 		case child.role == roleResourceVersion:
-			v, _, err := d.s.scalarText()
+			v, _, err := d.s.captureScalar()
 			if err != nil {
 				return err
 			}
-			d.clientRV, d.rvKeyStart, d.rvValueEnd = v, keyStart, d.s.pos
+			d.clientRV = string(d.s.bytes(v))
+			d.rvKeyStart, d.rvValueEnd = keyStart, d.s.pos
 			return nil
 		case child.role == roleLabels:
 			return d.readLabels()
 		case child.field >= 0:
-			v, _, err := d.s.scalarText()
+			v, _, err := d.s.captureScalar()
 			d.values[child.field] = v
 			return err
 		case len(child.children) > 0 && d.s.peek() == '{':
@@ -294,11 +327,11 @@ func (d *decoder) readLabels() error {
 	if d.s.peek() == 'n' { // null
 		return d.s.skipValue()
 	}
-	return d.s.forEachMember(func(key string, _ int) error {
+	return d.s.forEachMember(func(key capture, _ int) error {
 		if d.s.peek() != '"' {
-			return fmt.Errorf("metadata.labels[%q] must be a string", key)
+			return fmt.Errorf("metadata.labels[%q] must be a string", d.s.bytes(key))
 		}
-		v, err := d.s.readString()
+		v, err := d.s.captureString()
 		d.labels = append(d.labels, key, v)
 		return err
 	})

@@ -102,7 +102,7 @@ func TestStoredEqual(t *testing.T) {
 func TestDecodeRejects(t *testing.T) {
 	for _, in := range []string{
 		``, `[]`, `{"metadata":[]}`, `{"kind":"x"}`, `{"metadata":{"name":"a"}`,
-		`{"metadata":{"labels":{"a":1}}}`, `{"metadata":{}} x`, `{"metadata":{"name":"a\x01"}}`,
+		`{"metadata":{"labels":{"a":1}}}`, `{"metadata":{}} x`,
 		`{"metadata":{"name":tru}}`,
 	} {
 		if _, _, err := Decode(podSchema, "a", []byte(in), 1); err == nil {
@@ -139,6 +139,8 @@ func assertJSONEqual(t *testing.T, got []byte, want string) {
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"metadata":{"name":"a","resourceVersion":"1","labels":{"x":"y"}},"spec":{"nodeName":"n"}}`))
 	f.Add([]byte(`{"metadata":{}}`))
+	f.Add([]byte(`{"spec":{"nodeName":"n\u00e9"},"metadata":{"uid":"u","resourceVersion":"12","name":"a\"b","labels":{"k\n":"v","x":"y"}}}`))
+	f.Add([]byte(`{"metadata":{"name":"a","labels":{"k":"v"},"resourceVersion":"3"},"spec":{"nodeName":"n"}}`))
 	f.Add([]byte(`{"metadata":{"resourceVersion":1},"status":{"phase":null}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		obj, _, err := Decode(podSchema, "k", data, 77)
@@ -159,6 +161,28 @@ func FuzzDecode(f *testing.F) {
 		meta, ok := in["metadata"].(map[string]any)
 		if !ok {
 			t.Fatalf("accepted %q without a metadata object", data)
+		}
+		// The captured strings (shared with the served bytes) are the
+		// values JSON decoding gives.
+		if name, ok := meta["name"].(string); ok && obj.Name() != name {
+			t.Fatalf("Name() = %q, want %q in %q", obj.Name(), name, data)
+		}
+		if uid, ok := meta["uid"].(string); ok && obj.UID() != uid {
+			t.Fatalf("UID() = %q, want %q in %q", obj.UID(), uid, data)
+		}
+		if spec, ok := in["spec"].(map[string]any); ok {
+			if node, ok := spec["nodeName"].(string); ok && obj.Fields().Get("spec.nodeName") != node {
+				t.Fatalf("spec.nodeName = %q, want %q in %q", obj.Fields().Get("spec.nodeName"), node, data)
+			}
+		}
+		if labels, ok := meta["labels"].(map[string]any); ok {
+			want := map[string]string{}
+			for k, v := range labels {
+				want[k], _ = v.(string)
+			}
+			if got := obj.Labels().Map(); len(want) > 0 && !reflect.DeepEqual(got, want) {
+				t.Fatalf("labels = %v, want %v in %q", got, want, data)
+			}
 		}
 		delete(meta, "resourceVersion")
 		if !reflect.DeepEqual(in, stored) {

@@ -1,6 +1,7 @@
 package object
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,48 +50,68 @@ func (s *scanner) expect(c byte) error {
 	return nil
 }
 
-// readString reads a JSON string at the current position and returns its
-// decoded value. Strings without escapes are returned without copying
-// through a decoder.
-func (s *scanner) readString() (string, error) {
+// capture is a value found by the scan, kept as a span of the input
+// (start ≤ end) when its JSON text is the value itself (an unescaped
+// string's contents, a number, a boolean), or as decoded text (start < 0)
+// for strings with escapes. Spans become strings that share the object's
+// JSON bytes, so capturing allocates nothing.
+type capture struct {
+	start, end int
+	text       string
+}
+
+// stringEnd returns the offset just after the closing quote of the string
+// that opens at s.pos, and whether the string has escapes. It jumps from
+// quote to quote rather than looking at every byte.
+func (s *scanner) stringEnd() (int, bool, error) {
+	from := s.pos + 1
+	escaped := false
+	for {
+		i := bytes.IndexByte(s.data[from:], '"')
+		if i < 0 {
+			return 0, false, s.syntaxError("unterminated string")
+		}
+		q := from + i
+		backslashes := 0
+		for k := q - 1; k > s.pos && s.data[k] == '\\'; k-- {
+			backslashes++
+		}
+		if !escaped && bytes.IndexByte(s.data[from:q], '\\') >= 0 {
+			escaped = true
+		}
+		if backslashes%2 == 0 {
+			return q + 1, escaped, nil
+		}
+		from = q + 1 // an escaped quote
+	}
+}
+
+// captureString captures the string at the current position.
+func (s *scanner) captureString() (capture, error) {
 	if s.peek() != '"' {
-		return "", s.syntaxError("expected string")
+		return capture{}, s.syntaxError("expected string")
 	}
 	start := s.pos
-	s.pos++
-	escaped := false
-	for s.pos < len(s.data) {
-		c := s.data[s.pos]
-		switch {
-		case c == '\\':
-			escaped = true
-			s.pos += 2
-			continue
-		case c == '"':
-			s.pos++
-			raw := s.data[start:s.pos]
-			if !escaped {
-				return string(raw[1 : len(raw)-1]), nil
-			}
-			var out string
-			if err := json.Unmarshal(raw, &out); err != nil {
-				return "", fmt.Errorf("%w: %v", errSyntax, err)
-			}
-			return out, nil
-		case c < 0x20:
-			return "", s.syntaxError("control character in string")
-		}
-		s.pos++
+	end, escaped, err := s.stringEnd()
+	if err != nil {
+		return capture{}, err
 	}
-	return "", s.syntaxError("unterminated string")
+	s.pos = end
+	if !escaped {
+		return capture{start: start + 1, end: end - 1}, nil
+	}
+	var text string
+	if err := json.Unmarshal(s.data[start:end], &text); err != nil {
+		return capture{}, fmt.Errorf("%w: %v", errSyntax, err)
+	}
+	return capture{start: -1, text: text}, nil
 }
 
 // skipValue moves past one JSON value of any kind.
 func (s *scanner) skipValue() error {
 	switch c := s.peek(); c {
 	case '"':
-		_, err := s.skipString()
-		return err
+		return s.skipString()
 	case '{', '[':
 		return s.skipContainer()
 	case 0:
@@ -114,23 +135,13 @@ func (s *scanner) skipValue() error {
 	}
 }
 
-// skipString moves past a string and reports whether it had escapes.
-func (s *scanner) skipString() (bool, error) {
-	s.pos++ // opening quote
-	escaped := false
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case '\\':
-			escaped = true
-			s.pos += 2
-			continue
-		case '"':
-			s.pos++
-			return escaped, nil
-		}
-		s.pos++
+// skipString moves past a string.
+func (s *scanner) skipString() error {
+	end, _, err := s.stringEnd()
+	if err == nil {
+		s.pos = end
 	}
-	return false, s.syntaxError("unterminated string")
+	return err
 }
 
 // skipContainer moves past an object or array, tracking nesting depth and
@@ -140,7 +151,7 @@ func (s *scanner) skipContainer() error {
 	for s.pos < len(s.data) {
 		switch s.data[s.pos] {
 		case '"':
-			if _, err := s.skipString(); err != nil {
+			if err := s.skipString(); err != nil {
 				return err
 			}
 			continue
@@ -158,38 +169,39 @@ func (s *scanner) skipContainer() error {
 	return s.syntaxError("unterminated object or array")
 }
 
-// scalarText returns the text of a scalar value as a field selector sees it:
-// strings decoded, numbers and booleans as written, null as "".
-func (s *scanner) scalarText() (string, bool, error) {
+// captureScalar captures a scalar value as a field selector sees it:
+// strings decoded, numbers and booleans as written, null as "". Objects and
+// arrays are skipped and reported as not scalar.
+func (s *scanner) captureScalar() (capture, bool, error) {
 	switch c := s.peek(); c {
 	case '"':
-		v, err := s.readString()
+		v, err := s.captureString()
 		return v, true, err
 	case '{', '[':
-		return "", false, s.skipValue()
+		return capture{}, false, s.skipValue()
 	default:
 		start := s.pos
 		if err := s.skipValue(); err != nil {
-			return "", false, err
+			return capture{}, false, err
 		}
-		text := string(s.data[start:s.pos])
-		if text == "null" {
-			return "", true, nil
+		text := s.data[start:s.pos]
+		switch string(text) {
+		case "null":
+			return capture{}, true, nil
+		case "true", "false":
+			return capture{start: start, end: s.pos}, true, nil
 		}
-		if text == "true" || text == "false" {
-			return text, true, nil
+		if _, err := strconv.ParseFloat(string(text), 64); err != nil {
+			return capture{}, false, s.syntaxError("bad literal " + strconv.Quote(string(text)))
 		}
-		if _, err := strconv.ParseFloat(text, 64); err != nil {
-			return "", false, s.syntaxError("bad literal " + strconv.Quote(text))
-		}
-		return text, true, nil
+		return capture{start: start, end: s.pos}, true, nil
 	}
 }
 
 // forEachMember calls fn for each member of the object at the current
-// position, with the scanner positioned at the member's value; fn must
-// consume the value.
-func (s *scanner) forEachMember(fn func(key string, keyStart int) error) error {
+// position, with the member's key and the offset where the key starts, and
+// the scanner positioned at the member's value; fn must consume the value.
+func (s *scanner) forEachMember(fn func(key capture, keyStart int) error) error {
 	if err := s.expect('{'); err != nil {
 		return err
 	}
@@ -199,7 +211,7 @@ func (s *scanner) forEachMember(fn func(key string, keyStart int) error) error {
 	}
 	for {
 		keyStart := s.pos
-		key, err := s.readString()
+		key, err := s.captureString()
 		if err != nil {
 			return err
 		}
@@ -220,4 +232,13 @@ func (s *scanner) forEachMember(fn func(key string, keyStart int) error) error {
 			return s.syntaxError("expected ',' or '}'")
 		}
 	}
+}
+
+// bytes returns a capture's value as bytes (shared with the input for
+// spans; do not keep them).
+func (s *scanner) bytes(c capture) []byte {
+	if c.start < 0 {
+		return []byte(c.text)
+	}
+	return s.data[c.start:c.end]
 }
