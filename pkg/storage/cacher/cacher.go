@@ -111,8 +111,8 @@ func (c *Cacher) Stop() {
 	c.done.Wait()
 }
 
-// Ready reports whether the cache serves reads (its list is complete and
-// its watch running).
+// Ready reports whether the cache serves reads: its list is complete (the
+// watch from the list's revision starts right after and keeps it current).
 func (c *Cacher) Ready() bool { return c.ready.Load() }
 
 // Schema implements storage.Interface.

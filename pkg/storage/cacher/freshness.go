@@ -95,11 +95,12 @@ func (f *freshness) hasWaiters() bool {
 // while a watcher on the stream is unsynced, so asking once is not enough.
 const progressInterval = 100 * time.Millisecond
 
-// requestProgress asks etcd for progress notifications at once and then
-// every progressInterval while any read waits, and sleeps otherwise.
+// requestProgress asks etcd for progress notifications at once when a read
+// starts waiting, and then every progressInterval while any read waits; it
+// sleeps otherwise.
 func (f *freshness) requestProgress(ctx context.Context, request func(context.Context) error) {
-	ticker := time.NewTicker(progressInterval)
-	defer ticker.Stop()
+	timer := time.NewTimer(progressInterval)
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -108,10 +109,12 @@ func (f *freshness) requestProgress(ctx context.Context, request func(context.Co
 		}
 		for f.hasWaiters() {
 			request(ctx)
+			timer.Reset(progressInterval)
 			select {
 			case <-ctx.Done():
 				return
-			case <-ticker.C:
+			case <-f.wake: // a new read: ask again at once
+			case <-timer.C:
 			}
 		}
 	}

@@ -36,6 +36,7 @@ func newSnapshotHistory(window time.Duration, capacity int) *snapshotHistory {
 func (h *snapshotHistory) reset(sn *snapshot, now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	clear(h.entries) // release the old snapshots
 	h.entries = append(h.entries[:0], historyEntry{sn, now})
 }
 
