@@ -1,12 +1,14 @@
 // Package object holds the immutable record of a stored Kubernetes-style
 // object: its identity, resourceVersion, labels and selectable fields, and
-// the ready-to-serve JSON bytes with metadata.resourceVersion already set.
+// its JSON as stored in etcd, from which the served form (with
+// metadata.resourceVersion) is written without decoding or re-encoding.
 //
 // A record is built from JSON in one pass (Decode) and never changes, so it
 // can be shared by the cache, every list and every watcher without copying.
 package object
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -17,10 +19,13 @@ import (
 
 // Object is one stored object at one resourceVersion. It is immutable.
 //
-// Its strings (name, namespace, uid, labels, field values) share the
-// memory of its JSON bytes: the bytes must never be modified, by anyone.
+// It keeps the stored JSON (without metadata.resourceVersion) and serves
+// stored[:rvAt] + `"resourceVersion":"N"` (+ ",") + stored[rvAt:], rvAt
+// being just inside metadata's '{'. Its strings (name, namespace, uid,
+// labels, field values) share the memory of the stored bytes: those bytes
+// must never be modified, by anyone.
 type Object struct {
-	// Key locates the object within its resource: "namespace/name" or, for
+	// key locates the object within its resource: "namespace/name" or, for
 	// cluster-scoped resources, "name".
 	key string
 	rv  uint64
@@ -28,13 +33,13 @@ type Object struct {
 	// metadata.name, metadata.namespace and metadata.uid.
 	fields fieldValues
 	labels Labels
-	// json is the served form. json[rvStart:rvEnd] is the inserted
-	// `"resourceVersion":"N"` member (with its comma); the stored form is the
-	// rest.
-	json           []byte
-	rvStart, rvEnd int32
-	// json[metaStart:metaEnd] is the metadata object.
-	metaStart, metaEnd int32
+	stored []byte
+	// rvAt is where the resourceVersion member goes; comma says whether it
+	// needs a comma after it (metadata has other members).
+	rvAt  int32
+	comma bool
+	// metaEnd is the offset just after metadata's '}' in stored.
+	metaEnd int32
 }
 
 // KeyOnly returns a record with only a key, to look objects up by key in
@@ -64,65 +69,79 @@ func (o *Object) Labels() Labels { return o.labels }
 // shared: do not keep it beyond the object.
 func (o *Object) Fields() *fieldValues { return &o.fields }
 
-// JSON is the object as served to clients, metadata.resourceVersion
-// included. Callers must not modify it.
-func (o *Object) JSON() []byte { return o.json }
-
-// Metadata is the object's metadata as served (JSON object bytes, shared:
-// do not modify).
-func (o *Object) Metadata() []byte { return o.json[o.metaStart:o.metaEnd] }
-
-// Stored returns the object as stored in etcd: JSON without
-// metadata.resourceVersion. It allocates; it is for writes.
-func (o *Object) Stored() []byte {
-	out := make([]byte, 0, len(o.json)-int(o.rvEnd-o.rvStart))
-	out = append(out, o.json[:o.rvStart]...)
-	return append(out, o.json[o.rvEnd:]...)
+// rvMember formats the inserted `"resourceVersion":"N"` member (and its
+// comma) into buf.
+func (o *Object) rvMember(buf *[48]byte) []byte {
+	m := append(buf[:0], `"resourceVersion":"`...)
+	m = strconv.AppendUint(m, o.rv, 10)
+	m = append(m, '"')
+	if o.comma {
+		m = append(m, ',')
+	}
+	return m
 }
 
-// StoredEqual reports whether other's stored form equals this object's
-// stored form, without allocating.
-func (o *Object) StoredEqual(other *Object) bool {
-	a1, a2 := o.json[:o.rvStart], o.json[o.rvEnd:]
-	b1, b2 := other.json[:other.rvStart], other.json[other.rvEnd:]
-	if len(a1)+len(a2) != len(b1)+len(b2) {
-		return false
-	}
-	// Compare the two split byte ranges as if each were contiguous.
-	i, j := 0, 0
-	next := func(p1, p2 []byte, k int) []byte {
-		if k < len(p1) {
-			return p1[k:]
-		}
-		return p2[k-len(p1):]
-	}
-	for i < len(a1)+len(a2) {
-		x, y := next(a1, a2, i), next(b1, b2, j)
-		n := min(len(x), len(y))
-		if !bytes.Equal(x[:n], y[:n]) {
-			return false
-		}
-		i += n
-		j += n
-	}
-	return true
+// AppendJSON appends the object as served to clients, with
+// metadata.resourceVersion.
+func (o *Object) AppendJSON(buf []byte) []byte {
+	var m [48]byte
+	buf = append(buf, o.stored[:o.rvAt]...)
+	buf = append(buf, o.rvMember(&m)...)
+	return append(buf, o.stored[o.rvAt:]...)
 }
+
+// WriteJSON writes the object as served to clients, with
+// metadata.resourceVersion, into a buffered writer without allocating.
+func (o *Object) WriteJSON(w *bufio.Writer) error {
+	w.Write(o.stored[:o.rvAt])
+	w.WriteString(`"resourceVersion":"`)
+	w.Write(strconv.AppendUint(w.AvailableBuffer(), o.rv, 10))
+	if o.comma {
+		w.WriteString(`",`)
+	} else {
+		w.WriteByte('"')
+	}
+	_, err := w.Write(o.stored[o.rvAt:])
+	return err
+}
+
+// JSON returns the object as served to clients, in a new slice.
+func (o *Object) JSON() []byte { return o.AppendJSON(make([]byte, 0, o.JSONSize())) }
+
+// JSONSize is the length of the served form.
+func (o *Object) JSONSize() int {
+	var m [48]byte
+	return len(o.stored) + len(o.rvMember(&m))
+}
+
+// AppendMetadata appends the object's metadata as served (a JSON object,
+// resourceVersion included).
+func (o *Object) AppendMetadata(buf []byte) []byte {
+	var m [48]byte
+	buf = append(buf, '{')
+	buf = append(buf, o.rvMember(&m)...)
+	return append(buf, o.stored[o.rvAt:o.metaEnd]...)
+}
+
+// Stored is the object as stored in etcd: JSON without
+// metadata.resourceVersion. Shared: do not modify.
+func (o *Object) Stored() []byte { return o.stored }
+
+// StoredEqual reports whether other's stored form equals this object's.
+func (o *Object) StoredEqual(other *Object) bool { return bytes.Equal(o.stored, other.stored) }
 
 // WithResourceVersion returns a copy of the object at another
 // resourceVersion (used for a deletion, which carries the last state at the
-// deletion's revision).
+// deletion's revision). The copy shares the stored bytes.
 func (o *Object) WithResourceVersion(rv uint64) *Object {
 	cp := *o
 	cp.rv = rv
-	comma := o.json[o.rvEnd-1] == ','
-	cp.json, cp.rvStart, cp.rvEnd = spliceRV(rv, comma, o.json[:o.rvStart], o.json[o.rvEnd:])
-	cp.metaEnd += (cp.rvEnd - cp.rvStart) - (o.rvEnd - o.rvStart)
 	return &cp
 }
 
 // Size is the number of bytes the record holds beyond its fixed header,
 // for memory accounting.
-func (o *Object) Size() int { return len(o.json) }
+func (o *Object) Size() int { return len(o.stored) }
 
 // String names the object for logs and test failures.
 func (o *Object) String() string { return fmt.Sprintf("%s@%d", o.key, o.rv) }
@@ -140,7 +159,9 @@ var ErrInvalid = errors.New("invalid object")
 // Decode builds the record of the object whose JSON is data, stored under
 // key at revision rv. A metadata.resourceVersion in data is dropped (the
 // record carries rv instead); Decode reports its value as clientRV so that a
-// writer can check it. data is not retained.
+// writer can check it. The record keeps data itself when it has no
+// resourceVersion to drop (the case of everything read from etcd): the
+// caller must not modify data afterwards.
 func Decode(schema *Schema, key string, data []byte, rv uint64) (obj *Object, clientRV string, err error) {
 	d := decoder{s: scanner{data: data}, metaOpen: -1, rvKeyStart: -1}
 	d.values = make([]capture, len(schema.paths))
@@ -154,30 +175,26 @@ func Decode(schema *Schema, key string, data []byte, rv uint64) (obj *Object, cl
 		return nil, "", fmt.Errorf("%w: metadata must be an object", ErrInvalid)
 	}
 	// Cut the client's resourceVersion member (and one adjacent comma) out.
-	before, after := data, []byte(nil)
+	stored := data
 	cutStart, cut := len(data), 0
 	if d.rvKeyStart >= 0 {
 		var cutEnd int
 		cutStart, cutEnd = memberCut(data, d.rvKeyStart, d.rvValueEnd)
-		before, after = data[:cutStart], data[cutEnd:]
 		cut = cutEnd - cutStart
+		stored = make([]byte, 0, len(data)-cut)
+		stored = append(append(stored, data[:cutStart]...), data[cutEnd:]...)
 	}
-	// Insert ours first in metadata: after its '{'.
-	head, mid := before[:d.metaOpen+1], before[d.metaOpen+1:]
-	next := firstNonSpace(mid)
-	if next == 0 {
-		next = firstNonSpace(after)
+	obj = &Object{
+		key:     key,
+		rv:      rv,
+		stored:  stored,
+		rvAt:    int32(d.metaOpen + 1),
+		comma:   firstNonSpace(stored[d.metaOpen+1:]) != '}',
+		metaEnd: int32(d.metaClose - cut),
 	}
-	needComma := next != '}'
-	obj = &Object{key: key, rv: rv}
-	obj.json, obj.rvStart, obj.rvEnd = spliceRV(rv, needComma, head, mid, after)
-	inserted := int(obj.rvEnd - obj.rvStart)
-	obj.metaStart = int32(d.metaOpen)
-	obj.metaEnd = int32(d.metaClose - cut + inserted)
 
-	// The captured values become strings that share the served bytes
-	// (which never change): an input offset moves by the inserted member
-	// once past metadata's '{', and back by the cut once past the cut.
+	// The captured values become strings that share the stored bytes
+	// (which never change); past the cut, offsets move back by its length.
 	str := func(c capture) string {
 		if c.start < 0 {
 			return c.text
@@ -186,13 +203,10 @@ func Decode(schema *Schema, key string, data []byte, rv uint64) (obj *Object, cl
 			return ""
 		}
 		at := c.start
-		if at > d.metaOpen {
-			at += inserted
-		}
-		if c.start >= cutStart {
+		if at >= cutStart {
 			at -= cut
 		}
-		return unsafe.String(&obj.json[at], c.end-c.start)
+		return unsafe.String(&stored[at], c.end-c.start)
 	}
 	values := make([]string, len(d.values))
 	for i, c := range d.values {
@@ -208,35 +222,6 @@ func Decode(schema *Schema, key string, data []byte, rv uint64) (obj *Object, cl
 		obj.labels = labels
 	}
 	return obj, d.clientRV, nil
-}
-
-// spliceRV returns head + `"resourceVersion":"rv"` (+ ",") + tails in one
-// allocation, and the span of the inserted member.
-func spliceRV(rv uint64, comma bool, head []byte, tails ...[]byte) ([]byte, int32, int32) {
-	var num [20]byte
-	digits := strconv.AppendUint(num[:0], rv, 10)
-	member := len(`"resourceVersion":""`) + len(digits)
-	if comma {
-		member++
-	}
-	size := len(head) + member
-	for _, t := range tails {
-		size += len(t)
-	}
-	out := make([]byte, 0, size)
-	out = append(out, head...)
-	start := len(out)
-	out = append(out, `"resourceVersion":"`...)
-	out = append(out, digits...)
-	out = append(out, '"')
-	if comma {
-		out = append(out, ',')
-	}
-	end := len(out)
-	for _, t := range tails {
-		out = append(out, t...)
-	}
-	return out, int32(start), int32(end)
 }
 
 // memberCut widens the span of one object member [keyStart, valueEnd) to

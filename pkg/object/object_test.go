@@ -71,12 +71,12 @@ func TestResourceVersionPositions(t *testing.T) {
 			t.Errorf("%s: stored form keeps resourceVersion: %s", in, obj.Stored())
 		}
 		var md map[string]any
-		if err := json.Unmarshal(obj.Metadata(), &md); err != nil || md["resourceVersion"] != "9" {
-			t.Errorf("%s: metadata %s (%v)", in, obj.Metadata(), err)
+		if err := json.Unmarshal(obj.AppendMetadata(nil), &md); err != nil || md["resourceVersion"] != "9" {
+			t.Errorf("%s: metadata %s (%v)", in, obj.AppendMetadata(nil), err)
 		}
 		again := obj.WithResourceVersion(12345)
-		if err := json.Unmarshal(again.Metadata(), &md); err != nil || md["resourceVersion"] != "12345" {
-			t.Errorf("%s: metadata after WithResourceVersion %s (%v)", in, again.Metadata(), err)
+		if err := json.Unmarshal(again.AppendMetadata(nil), &md); err != nil || md["resourceVersion"] != "12345" {
+			t.Errorf("%s: metadata after WithResourceVersion %s (%v)", in, again.AppendMetadata(nil), err)
 		}
 		if err := json.Unmarshal(again.JSON(), &m); err != nil || m["metadata"]["resourceVersion"] != "12345" {
 			t.Errorf("%s: WithResourceVersion gave %s", in, again.JSON())
@@ -193,8 +193,8 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("served form %q of %q", obj.JSON(), data)
 		}
 		var servedMeta map[string]any
-		if err := json.Unmarshal(obj.Metadata(), &servedMeta); err != nil || !reflect.DeepEqual(servedMeta, meta) {
-			t.Fatalf("metadata %q of %q", obj.Metadata(), data)
+		if err := json.Unmarshal(obj.AppendMetadata(nil), &servedMeta); err != nil || !reflect.DeepEqual(servedMeta, meta) {
+			t.Fatalf("metadata %q of %q", obj.AppendMetadata(nil), data)
 		}
 	})
 }

@@ -32,7 +32,7 @@ func writeList(w http.ResponseWriter, kind, apiVersion string, list *storage.Lis
 		if i > 0 {
 			bw.WriteByte(',')
 		}
-		bw.Write(item.JSON())
+		item.WriteJSON(bw)
 	}
 	bw.WriteString("]}\n")
 	bw.Flush()
@@ -81,7 +81,7 @@ func (e *eventEncoder) encode(buf []byte, ev storage.Event) []byte {
 		if e.table != nil {
 			buf = e.table.appendTable(buf, e.res, []*object.Object{ev.Object}, nil)
 		} else {
-			buf = append(buf, ev.Object.JSON()...)
+			buf = ev.Object.AppendJSON(buf)
 		}
 	}
 	return append(buf, "}\n"...)

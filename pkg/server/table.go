@@ -80,7 +80,7 @@ func (t *tableOptions) appendRow(buf []byte, obj *object.Object, now time.Time) 
 	var meta struct {
 		CreationTimestamp time.Time `json:"creationTimestamp"`
 	}
-	json.Unmarshal(obj.Metadata(), &meta)
+	json.Unmarshal(obj.AppendMetadata(nil), &meta)
 	age := "<unknown>"
 	if !meta.CreationTimestamp.IsZero() {
 		age = duration.HumanDuration(now.Sub(meta.CreationTimestamp))
@@ -91,13 +91,13 @@ func (t *tableOptions) appendRow(buf []byte, obj *object.Object, now time.Time) 
 	switch t.includeObject {
 	case "Object":
 		buf = append(buf, `,"object":`...)
-		buf = append(buf, obj.JSON()...)
+		buf = obj.AppendJSON(buf)
 	case "None":
 	default:
 		buf = append(buf, `,"object":{"kind":"PartialObjectMetadata","apiVersion":"`...)
 		buf = append(buf, t.apiVersion...)
 		buf = append(buf, `","metadata":`...)
-		buf = append(buf, obj.Metadata()...)
+		buf = obj.AppendMetadata(buf)
 		buf = append(buf, '}')
 	}
 	return append(buf, '}')

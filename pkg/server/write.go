@@ -187,7 +187,7 @@ func creationTimestamp(obj *object.Object) string {
 	var meta struct {
 		CreationTimestamp string `json:"creationTimestamp"`
 	}
-	json.Unmarshal(obj.Metadata(), &meta)
+	json.Unmarshal(obj.AppendMetadata(nil), &meta)
 	return meta.CreationTimestamp
 }
 

@@ -22,7 +22,9 @@ type Interface interface {
 	Schema() *object.Schema
 
 	// Create stores a new object under key; it fails with ErrAlreadyExists
-	// if the key exists. data must not carry metadata.resourceVersion.
+	// if the key exists. data must not carry metadata.resourceVersion, and
+	// the caller must not modify it afterwards (records share it; so for
+	// the bytes an UpdateFunc returns).
 	Create(ctx context.Context, key string, data []byte) (*object.Object, error)
 
 	// Get returns the object under key, read as opts.ResourceVersion says.

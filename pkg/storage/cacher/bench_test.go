@@ -100,7 +100,7 @@ func encodeList(w *bufio.Writer, l *storage.List) {
 		if i > 0 {
 			w.WriteByte(',')
 		}
-		w.Write(item.JSON())
+		item.WriteJSON(w)
 	}
 	w.WriteString("]}")
 	w.Flush()
