@@ -17,6 +17,10 @@ type Storage struct {
 	initErrors        *prometheus.CounterVec
 	readWait          *prometheus.HistogramVec
 	snapshotsRetained *prometheus.GaugeVec
+	eventsDispatched  *prometheus.CounterVec
+	dispatchLatency   *prometheus.HistogramVec
+	terminated        *prometheus.CounterVec
+	watchers          *prometheus.GaugeVec
 }
 
 // NewStorage creates the metrics and registers them on reg.
@@ -60,9 +64,27 @@ func NewStorage(reg prometheus.Registerer) *Storage {
 			Name: "apiserver_watch_cache_snapshots",
 			Help: "Snapshots the watch cache keeps for exact-revision lists and continuations, by resource.",
 		}, []string{"resource"}),
+		eventsDispatched: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_watch_cache_events_dispatched_total",
+			Help: "Events delivered by the watch cache to watchers (one per watcher reached), by resource.",
+		}, []string{"resource"}),
+		dispatchLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "apiserver_watch_cache_dispatch_duration_seconds",
+			Help:    "Time to dispatch one revision's events to every watcher they concern, by resource.",
+			Buckets: []float64{0.00001, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.25},
+		}, []string{"resource"}),
+		terminated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_terminated_watchers_total",
+			Help: "Watchers closed because they could not keep up with the events, by resource.",
+		}, []string{"resource"}),
+		watchers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apiserver_watch_cache_watchers",
+			Help: "Watchers served by the watch cache, by resource.",
+		}, []string{"resource"}),
 	}
 	reg.MustRegister(m.listFetched, m.listReturned, m.eventsReceived, m.resourceVersion,
-		m.initializations, m.initDuration, m.initErrors, m.readWait, m.snapshotsRetained)
+		m.initializations, m.initDuration, m.initErrors, m.readWait, m.snapshotsRetained,
+		m.eventsDispatched, m.dispatchLatency, m.terminated, m.watchers)
 	return m
 }
 
@@ -128,4 +150,30 @@ func (m *Storage) SnapshotsRetained(resource string, n int) {
 		return
 	}
 	m.snapshotsRetained.WithLabelValues(resource).Set(float64(n))
+}
+
+// EventsDispatched records one revision dispatched: events delivered to
+// watchers, and the time it took.
+func (m *Storage) EventsDispatched(resource string, delivered int, seconds float64) {
+	if m == nil {
+		return
+	}
+	m.eventsDispatched.WithLabelValues(resource).Add(float64(delivered))
+	m.dispatchLatency.WithLabelValues(resource).Observe(seconds)
+}
+
+// WatcherTerminated records a watcher closed for being too slow.
+func (m *Storage) WatcherTerminated(resource string) {
+	if m == nil {
+		return
+	}
+	m.terminated.WithLabelValues(resource).Inc()
+}
+
+// WatchersChanged records watchers added (delta > 0) or removed.
+func (m *Storage) WatchersChanged(resource string, delta int) {
+	if m == nil {
+		return
+	}
+	m.watchers.WithLabelValues(resource).Add(float64(delta))
 }

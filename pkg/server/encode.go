@@ -65,9 +65,18 @@ type eventEncoder struct {
 	table *tableOptions // nil: objects as they are
 }
 
-// encode appends one event's JSON line to buf. An ERROR event carries the
-// Status of its error.
+// encode returns one event's JSON line, in buf or, for an event delivered
+// to many watchers, in the encoding they share (encoded once for all).
 func (e *eventEncoder) encode(buf []byte, ev storage.Event) []byte {
+	if ev.Shared != nil && e.table == nil && ev.Object != nil {
+		return ev.Shared.Get(ev.Type, func() []byte { return e.appendEvent(nil, ev) })
+	}
+	return e.appendEvent(buf, ev)
+}
+
+// appendEvent appends one event's JSON line to buf. An ERROR event carries
+// the Status of its error.
+func (e *eventEncoder) appendEvent(buf []byte, ev storage.Event) []byte {
 	buf = append(buf, `{"type":"`...)
 	buf = append(buf, ev.Type...)
 	buf = append(buf, `","object":`...)

@@ -12,6 +12,7 @@ import (
 	"context"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/watchcache/watchcache/pkg/object"
 )
@@ -111,6 +112,34 @@ type Event struct {
 	InitialEventsEnd bool
 	// Err is set for EventError.
 	Err *Error
+	// Shared, when not nil, is shared by every watcher this event was
+	// delivered to: encoders keep the encoding there so that an event is
+	// encoded once, not once per watcher.
+	Shared *SharedEncoding
+}
+
+// SharedEncoding holds the encodings of one event, one per event type (a
+// watcher may see an update as ADDED, MODIFIED or DELETED, depending on its
+// selectors).
+type SharedEncoding struct {
+	mu      sync.Mutex
+	encoded map[EventType][]byte
+}
+
+// Get returns the encoding of the event as type t, calling encode the
+// first time. The result is shared: do not modify it.
+func (s *SharedEncoding) Get(t EventType, encode func() []byte) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if data, ok := s.encoded[t]; ok {
+		return data
+	}
+	if s.encoded == nil {
+		s.encoded = make(map[EventType][]byte, 1)
+	}
+	data := encode()
+	s.encoded[t] = data
+	return data
 }
 
 // CheckKey rejects keys that could address something outside the

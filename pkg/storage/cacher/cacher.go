@@ -16,6 +16,9 @@ import (
 const (
 	DefaultHistoryWindow   = 75 * time.Second
 	DefaultHistoryCapacity = 10000
+	// maxLoggedEvents bounds the event log (it also keeps at most the
+	// history window).
+	maxLoggedEvents = 100000
 	// freshnessTimeout bounds how long a read waits for the cache to reach
 	// the revision it needs before failing with 504 and Retry-After: 1.
 	freshnessTimeout = 3 * time.Second
@@ -40,8 +43,11 @@ type Config struct {
 	// for compacted revisions are dropped.
 	IsCompacted            func(ctx context.Context, rev uint64) (bool, error)
 	CompactionPollInterval time.Duration
-	Metrics                *metrics.Storage
-	Log                    *slog.Logger
+	// BookmarkInterval is how often watchers that allow bookmarks get one
+	// (0: a minute, as kube-apiserver).
+	BookmarkInterval time.Duration
+	Metrics          *metrics.Storage
+	Log              *slog.Logger
 }
 
 // Cacher is a storage.Interface that mirrors one resource of etcd in
@@ -61,6 +67,17 @@ type Cacher struct {
 	fresh   *freshness
 	history *snapshotHistory
 
+	// watchMu guards the watchers, the event log and dispatchRV. The
+	// reflector holds it while it logs and dispatches a revision and
+	// publishes its snapshot; a new watch holds it while it takes its
+	// snapshot and backlog and registers.
+	bookmarkInterval time.Duration
+	watchMu          sync.Mutex
+	watchers         *watchers
+	events           *eventLog
+	dispatchRV       uint64
+	budget           timeBudget
+
 	cancel context.CancelFunc
 	done   sync.WaitGroup
 }
@@ -76,25 +93,32 @@ func New(cfg Config) *Cacher {
 	if cfg.HistoryCapacity == 0 {
 		cfg.HistoryCapacity = DefaultHistoryCapacity
 	}
+	if cfg.BookmarkInterval == 0 {
+		cfg.BookmarkInterval = defaultBookmarkInterval
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Cacher{
-		store:       cfg.Store,
-		resource:    cfg.Resource,
-		indexed:     cfg.IndexedFields,
-		metrics:     cfg.Metrics,
-		log:         cfg.Log.With("resource", cfg.Resource),
-		isCompacted: cfg.IsCompacted,
-		compactPoll: cfg.CompactionPollInterval,
-		fresh:       newFreshness(),
-		history:     newSnapshotHistory(cfg.HistoryWindow, cfg.HistoryCapacity),
-		cancel:      cancel,
+		store:            cfg.Store,
+		resource:         cfg.Resource,
+		indexed:          cfg.IndexedFields,
+		metrics:          cfg.Metrics,
+		log:              cfg.Log.With("resource", cfg.Resource),
+		isCompacted:      cfg.IsCompacted,
+		compactPoll:      cfg.CompactionPollInterval,
+		fresh:            newFreshness(),
+		history:          newSnapshotHistory(cfg.HistoryWindow, cfg.HistoryCapacity),
+		watchers:         newWatchers(),
+		bookmarkInterval: cfg.BookmarkInterval,
+		events:           newEventLog(cfg.HistoryWindow, maxLoggedEvents),
+		cancel:           cancel,
 	}
-	c.done.Add(2)
+	c.done.Add(3)
 	go func() { defer c.done.Done(); c.reflect(ctx) }()
 	go func() { defer c.done.Done(); c.fresh.requestProgress(ctx, c.store.RequestProgress) }()
+	go func() { defer c.done.Done(); c.sendBookmarks(ctx) }()
 	if c.compactPoll == 0 {
 		c.compactPoll = defaultCompactionPollInterval
 	}
@@ -105,10 +129,11 @@ func New(cfg Config) *Cacher {
 	return c
 }
 
-// Stop stops the cache's goroutines and waits for them.
+// Stop stops the cache's goroutines, ends its watchers and waits.
 func (c *Cacher) Stop() {
 	c.cancel()
 	c.done.Wait()
+	c.endAllWatchers()
 }
 
 // Ready reports whether the cache serves reads: its list is complete (the
@@ -149,12 +174,6 @@ func (c *Cacher) cachedObject(key string) *object.Object {
 	}
 	obj, _ := c.newest.Load().get(key)
 	return obj
-}
-
-// Watch implements storage.Interface; watches are served by etcd until the
-// cache serves them (watch cache, part 2).
-func (c *Cacher) Watch(ctx context.Context, scope string, opts storage.ListOptions) (storage.Watcher, error) {
-	return c.store.Watch(ctx, scope, opts)
 }
 
 // CurrentResourceVersion implements storage.Interface.

@@ -13,7 +13,9 @@ func TestMain(m *testing.M) { storagetest.Main(m) }
 
 // newCacher wraps an etcd3 store in a ready cache.
 func newCacher(t *testing.T, cfg etcd3.Config) storage.Interface {
-	c := New(Config{Store: etcd3.New(cfg), Resource: "pods", IndexedFields: []string{"spec.nodeName"}})
+	// Bookmarks as often as the suite's etcd sends progress notifications.
+	c := New(Config{Store: etcd3.New(cfg), Resource: "pods", IndexedFields: []string{"spec.nodeName"},
+		BookmarkInterval: storagetest.ProgressNotifyInterval})
 	t.Cleanup(c.Stop)
 	deadline := time.Now().Add(10 * time.Second)
 	for !c.Ready() {

@@ -29,6 +29,9 @@ func (c *Cacher) reflect(ctx context.Context) {
 		start := time.Now()
 		err := c.listAndWatch(ctx)
 		c.ready.Store(false)
+		// The event stream has a gap now: end every watch cleanly; clients
+		// resume from their last revision.
+		c.endAllWatchers()
 		if ctx.Err() != nil {
 			return
 		}
@@ -68,7 +71,11 @@ func (c *Cacher) listAndWatch(ctx context.Context) error {
 	}
 	sn := st.snapshot()
 	c.history.reset(sn, time.Now())
+	c.watchMu.Lock()
+	c.events.reset(sn.rv)
+	c.dispatchRV = sn.rv
 	c.newest.Store(sn)
+	c.watchMu.Unlock()
 	c.fresh.advance(sn.rv)
 	c.metrics.ResourceVersion(c.resource, sn.rv)
 	c.ready.Store(true)
@@ -83,20 +90,21 @@ func (c *Cacher) listAndWatch(ctx context.Context) error {
 	return c.apply(w.ResultChan(), st)
 }
 
-// apply applies watch events to st in revision order. A snapshot is
-// published once all events of a revision are applied: before the first
-// event of a later revision, or when no event is queued.
+// apply applies watch events to st in revision order. The events of a
+// revision are published together (snapshot, event log, dispatch to
+// watchers) before the first event of a later revision, or when no event
+// is queued.
 func (c *Cacher) apply(events <-chan storage.Event, st *state) error {
-	dirty := false
+	var pending []*logEvent
 	for {
 		var ev storage.Event
 		var ok bool
-		if dirty {
+		if len(pending) > 0 {
 			select {
 			case ev, ok = <-events:
 			default:
-				c.publish(st)
-				dirty = false
+				c.publish(st, pending)
+				pending = pending[:0]
 				continue
 			}
 		} else {
@@ -105,41 +113,62 @@ func (c *Cacher) apply(events <-chan storage.Event, st *state) error {
 		if !ok {
 			return errWatchClosed
 		}
-		if dirty && ev.ResourceVersion > st.rv {
-			c.publish(st)
-			dirty = false
+		if len(pending) > 0 && ev.ResourceVersion > st.rv {
+			c.publish(st, pending)
+			pending = pending[:0]
 		}
 		switch ev.Type {
-		case storage.EventAdded, storage.EventModified:
-			st.put(ev.Object)
-		case storage.EventDeleted:
-			st.remove(ev.Object)
+		case storage.EventAdded, storage.EventModified, storage.EventDeleted:
+			pending = append(pending, c.change(st, ev))
 		case storage.EventBookmark:
 			// Progress: the state is unchanged up to ev.ResourceVersion.
 			if ev.ResourceVersion > st.rv {
 				st.rv = ev.ResourceVersion
+				c.watchMu.Lock()
+				c.dispatchRV = st.rv
 				c.newest.Store(c.newest.Load().withRV(st.rv))
+				c.watchMu.Unlock()
 				c.fresh.advance(st.rv)
 				c.metrics.ResourceVersion(c.resource, st.rv)
 			}
-			continue
 		case storage.EventError:
 			return ev.Err
 		}
-		c.metrics.EventReceived(c.resource)
-		st.rv = ev.ResourceVersion
-		dirty = true
 	}
 }
 
-// publish makes st's current state visible to readers: snapshot, history,
-// then the revision (so a reader that sees the revision finds the
-// snapshot).
-func (c *Cacher) publish(st *state) {
+// change applies one event to st and returns its log entry, with the state
+// it replaced (at the event's revision) for watchers whose selection the
+// object leaves.
+func (c *Cacher) change(st *state, ev storage.Event) *logEvent {
+	e := &logEvent{rv: ev.ResourceVersion, typ: ev.Type, obj: ev.Object, at: time.Now()}
+	if ev.Type == storage.EventDeleted {
+		st.remove(ev.Object)
+	} else {
+		if prev, ok := st.objects.Get(ev.Object); ok {
+			e.prev = prev.WithResourceVersion(ev.ResourceVersion)
+		}
+		st.put(ev.Object)
+	}
+	st.rv = ev.ResourceVersion
+	c.metrics.EventReceived(c.resource)
+	return e
+}
+
+// publish makes the revision st has reached visible: its snapshot (for
+// lists), its events (log and watchers), then the revision itself, so that
+// a reader that sees the revision finds the snapshot.
+func (c *Cacher) publish(st *state, events []*logEvent) {
 	sn := st.snapshot()
-	now := time.Now()
-	c.history.add(sn, now)
+	c.history.add(sn, events[0].at)
+	c.watchMu.Lock()
+	for _, e := range events {
+		c.events.add(e)
+	}
+	c.dispatchLocked(events)
+	c.dispatchRV = sn.rv
 	c.newest.Store(sn)
+	c.watchMu.Unlock()
 	c.fresh.advance(sn.rv)
 	c.metrics.ResourceVersion(c.resource, sn.rv)
 	c.metrics.SnapshotsRetained(c.resource, c.history.len())

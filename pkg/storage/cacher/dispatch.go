@@ -1,0 +1,223 @@
+package cacher
+
+import (
+	"context"
+	"time"
+
+	"github.com/watchcache/watchcache/pkg/storage"
+)
+
+// watchers is the set of a cache's watchers. Watchers whose selector
+// requires one value of an indexed field are filed under that value, so an
+// event reaches only the watchers it can concern (its object's old and new
+// values) without scanning the others. Guarded by Cacher.watchMu.
+type watchers struct {
+	unindexed map[*cacheWatcher]struct{}
+	byValue   map[string]map[*cacheWatcher]struct{}
+	count     int
+}
+
+func newWatchers() *watchers {
+	return &watchers{unindexed: map[*cacheWatcher]struct{}{}, byValue: map[string]map[*cacheWatcher]struct{}{}}
+}
+
+func (ws *watchers) add(w *cacheWatcher) {
+	ws.count++
+	if !w.indexed {
+		ws.unindexed[w] = struct{}{}
+		return
+	}
+	set := ws.byValue[w.indexValue]
+	if set == nil {
+		set = map[*cacheWatcher]struct{}{}
+		ws.byValue[w.indexValue] = set
+	}
+	set[w] = struct{}{}
+}
+
+func (ws *watchers) remove(w *cacheWatcher) {
+	ws.count--
+	if !w.indexed {
+		delete(ws.unindexed, w)
+		return
+	}
+	delete(ws.byValue[w.indexValue], w)
+	if len(ws.byValue[w.indexValue]) == 0 {
+		delete(ws.byValue, w.indexValue)
+	}
+}
+
+// forEach calls fn for every watcher.
+func (ws *watchers) forEach(fn func(*cacheWatcher)) {
+	for w := range ws.unindexed {
+		fn(w)
+	}
+	for _, set := range ws.byValue {
+		for w := range set {
+			fn(w)
+		}
+	}
+}
+
+// Blocking budget: a watcher whose buffer is full may hold the dispatcher
+// up to the budget left; the budget refills at budgetRefill per second up
+// to budgetMax (upstream's refilling time budget). So one slow client
+// delays the others by at most budgetMax at once and 10% of the time in
+// the long run, and is then closed.
+const (
+	budgetMax    = 100 * time.Millisecond
+	budgetRefill = 100 * time.Millisecond // per second
+)
+
+// timeBudget is the dispatcher's blocking budget. Guarded by watchMu.
+type timeBudget struct {
+	available time.Duration
+	last      time.Time
+}
+
+// take returns all the budget available now.
+func (b *timeBudget) take(now time.Time) time.Duration {
+	if !b.last.IsZero() {
+		b.available += time.Duration(float64(now.Sub(b.last)) * float64(budgetRefill) / float64(time.Second))
+	}
+	b.available = min(b.available, budgetMax)
+	b.last = now
+	got := b.available
+	b.available = 0
+	return got
+}
+
+// giveBack returns what was not used.
+func (b *timeBudget) giveBack(d time.Duration) { b.available = min(b.available+d, budgetMax) }
+
+// dispatchLocked delivers the events of one revision to the watchers they
+// concern, each event encoded once for all of them.
+func (c *Cacher) dispatchLocked(events []*logEvent) {
+	if c.watchers.count == 0 {
+		return
+	}
+	start := time.Now()
+	delivered := 0
+	for _, e := range events {
+		shared := &storage.SharedEncoding{}
+		deliver := func(w *cacheWatcher) {
+			if ev, ok := w.convert(e, shared); ok {
+				c.pushLocked(w, ev)
+				delivered++
+			}
+		}
+		for w := range c.watchers.unindexed {
+			deliver(w)
+		}
+		if len(c.watchers.byValue) > 0 {
+			field := c.indexed[0]
+			value := e.obj.Fields().Get(field)
+			for w := range c.watchers.byValue[value] {
+				deliver(w)
+			}
+			if e.prev != nil {
+				if old := e.prev.Fields().Get(field); old != value {
+					for w := range c.watchers.byValue[old] {
+						deliver(w)
+					}
+				}
+			}
+		}
+	}
+	c.metrics.EventsDispatched(c.resource, delivered, time.Since(start).Seconds())
+}
+
+// pushLocked puts an event into a watcher's buffer, waiting within the
+// blocking budget when it is full; a watcher still full is closed (its
+// client resumes from the last event it got) and counted.
+func (c *Cacher) pushLocked(w *cacheWatcher, ev storage.Event) {
+	if w.closed {
+		return
+	}
+	select {
+	case w.input <- ev:
+		return
+	default:
+	}
+	now := time.Now()
+	if wait := c.budget.take(now); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case w.input <- ev:
+			t.Stop()
+			c.budget.giveBack(wait - time.Since(now))
+			return
+		case <-t.C:
+		}
+	}
+	c.removeWatcherLocked(w)
+	c.metrics.WatcherTerminated(c.resource)
+	c.log.Info("closed a watcher that could not keep up", "scope", w.scope)
+}
+
+// addWatcherLocked registers a watcher for dispatch.
+func (c *Cacher) addWatcherLocked(w *cacheWatcher) {
+	c.watchers.add(w)
+	c.metrics.WatchersChanged(c.resource, 1)
+}
+
+// removeWatcherLocked deregisters a watcher and closes its input: it ends
+// after delivering what is already buffered. Idempotent.
+func (c *Cacher) removeWatcherLocked(w *cacheWatcher) {
+	if w.closed {
+		return
+	}
+	w.closed = true
+	close(w.input)
+	c.watchers.remove(w)
+	c.metrics.WatchersChanged(c.resource, -1)
+}
+
+// endAllWatchers closes every watcher cleanly (the cache re-lists: clients
+// resume from their last revision).
+func (c *Cacher) endAllWatchers() {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	var all []*cacheWatcher
+	c.watchers.forEach(func(w *cacheWatcher) { all = append(all, w) })
+	for _, w := range all {
+		c.removeWatcherLocked(w)
+	}
+}
+
+// sendBookmarks gives watchers that allow bookmarks a BOOKMARK at the
+// dispatched revision every BookmarkInterval and just before their
+// deadline. Bookmarks go through the same buffer as events, after the
+// events of the revisions they cover; a full buffer skips one.
+func (c *Cacher) sendBookmarks(ctx context.Context) {
+	// Watchers are checked for a due bookmark every tick.
+	tick := min(time.Second, c.bookmarkInterval/2)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			c.watchMu.Lock()
+			c.watchers.forEach(func(w *cacheWatcher) {
+				if !w.bookmarks || w.closed {
+					return
+				}
+				beforeDeadline := !w.deadline.IsZero() && w.deadline.Sub(now) <= bookmarkBeforeDeadline+tick
+				if now.Before(w.nextBookmark) && !beforeDeadline {
+					return
+				}
+				select {
+				case w.input <- storage.Event{Type: storage.EventBookmark, ResourceVersion: c.dispatchRV}:
+					w.nextBookmark = now.Add(c.bookmarkInterval)
+					if beforeDeadline {
+						w.deadline = time.Time{} // one last bookmark is enough
+					}
+				default:
+				}
+			})
+			c.watchMu.Unlock()
+		}
+	}
+}
