@@ -23,13 +23,14 @@ import (
 // per group version, each at a URL carrying the document's hash, so that
 // clients may cache it for good. kubectl reads these documents: the PATCH
 // operation of a kind tells it whether the server validates fields itself
-// (the fieldValidation query parameter; if not, kubectl refuses to create
-// or apply without downloading a schema) and whether the kind takes
-// strategic merge patches, which client-side apply then computes from the
-// kind's schema (patch strategies and merge keys). Built-in kinds get their
-// real schemas, reflected from their k8s.io/api types and struct tags;
-// custom resources, schemaless, an open object. /openapi/v2 is not served:
-// kubectl only falls back to it, and tolerates its absence.
+// (the fieldValidation query parameter; if not, kubectl validates against
+// /openapi/v2, and refuses to create or apply without it) and whether the
+// kind takes strategic merge patches, which client-side apply then computes
+// from the kind's schema (patch strategies and merge keys). Built-in kinds
+// get their real schemas, reflected from their k8s.io/api types and struct
+// tags; custom resources, schemaless, an open object. /openapi/v2 is not
+// served: with v3 present kubectl only tries it as a fallback (client-side
+// apply of a custom resource does), and tolerates its absence.
 
 // openAPIDoc is one precomputed document.
 type openAPIDoc struct {
