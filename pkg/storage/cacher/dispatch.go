@@ -134,8 +134,16 @@ func (c *Cacher) pushLocked(w *cacheWatcher, ev storage.Event) {
 	if w.closed {
 		return
 	}
+	if !w.live {
+		if len(w.pending) >= maxPending {
+			c.terminateLocked(w)
+			return
+		}
+		w.pending = append(w.pending, ev)
+		return
+	}
 	select {
-	case w.input <- ev:
+	case w.result <- ev:
 		return
 	default:
 	}
@@ -143,13 +151,18 @@ func (c *Cacher) pushLocked(w *cacheWatcher, ev storage.Event) {
 	if wait := c.budget.take(now); wait > 0 {
 		t := time.NewTimer(wait)
 		select {
-		case w.input <- ev:
+		case w.result <- ev:
 			t.Stop()
 			c.budget.giveBack(wait - time.Since(now))
 			return
 		case <-t.C:
 		}
 	}
+	c.terminateLocked(w)
+}
+
+// terminateLocked closes a watcher that cannot keep up, and counts it.
+func (c *Cacher) terminateLocked(w *cacheWatcher) {
 	c.removeWatcherLocked(w)
 	c.metrics.WatcherTerminated(c.resource)
 	c.log.Info("closed a watcher that could not keep up", "scope", w.scope)
@@ -161,14 +174,17 @@ func (c *Cacher) addWatcherLocked(w *cacheWatcher) {
 	c.metrics.WatchersChanged(c.resource, 1)
 }
 
-// removeWatcherLocked deregisters a watcher and closes its input: it ends
-// after delivering what is already buffered. Idempotent.
+// removeWatcherLocked deregisters a watcher; its channel ends after what
+// is already buffered (closed here once live, by its initial goroutine
+// before). Idempotent.
 func (c *Cacher) removeWatcherLocked(w *cacheWatcher) {
 	if w.closed {
 		return
 	}
 	w.closed = true
-	close(w.input)
+	if w.live {
+		close(w.result)
+	}
 	c.watchers.remove(w)
 	c.metrics.WatchersChanged(c.resource, -1)
 }
@@ -201,7 +217,7 @@ func (c *Cacher) sendBookmarks(ctx context.Context) {
 		case now := <-t.C:
 			c.watchMu.Lock()
 			c.watchers.forEach(func(w *cacheWatcher) {
-				if !w.bookmarks || w.closed {
+				if !w.bookmarks || w.closed || !w.live {
 					return
 				}
 				beforeDeadline := !w.deadline.IsZero() && w.deadline.Sub(now) <= bookmarkBeforeDeadline+tick
@@ -209,7 +225,7 @@ func (c *Cacher) sendBookmarks(ctx context.Context) {
 					return
 				}
 				select {
-				case w.input <- storage.Event{Type: storage.EventBookmark, ResourceVersion: c.dispatchRV}:
+				case w.result <- storage.Event{Type: storage.EventBookmark, ResourceVersion: c.dispatchRV}:
 					w.nextBookmark = now.Add(c.bookmarkInterval)
 					if beforeDeadline {
 						w.deadline = time.Time{} // one last bookmark is enough

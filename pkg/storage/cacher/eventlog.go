@@ -73,3 +73,8 @@ func (l *eventLog) after(rv uint64) ([]*logEvent, bool) {
 	i := sort.Search(len(l.events), func(i int) bool { return l.events[i].rv > rv })
 	return l.events[i:], true
 }
+
+// since counts the events logged at or after t.
+func (l *eventLog) since(t time.Time) int {
+	return len(l.events) - sort.Search(len(l.events), func(i int) bool { return !l.events[i].at.Before(t) })
+}

@@ -63,18 +63,12 @@ func (c *Cacher) Watch(ctx context.Context, scope string, opts storage.ListOptio
 		opts:      opts,
 		filter:    opts.Filtered(),
 		bookmarks: plan.Bookmarks,
-		result:    make(chan storage.Event),
 		cancel:    cancel,
 		done:      make(chan struct{}),
 	}
 	if len(c.indexed) > 0 && opts.Fields != nil {
 		w.indexValue, w.indexed = opts.Fields.RequiresExactMatch(c.indexed[0])
 	}
-	bufferSize := watcherBuffer
-	if w.indexed {
-		bufferSize = indexedWatcherBuffer
-	}
-	w.input = make(chan storage.Event, bufferSize)
 	if deadline, ok := ctx.Deadline(); ok {
 		w.deadline = deadline
 	}
@@ -98,6 +92,7 @@ func (c *Cacher) Watch(ctx context.Context, scope string, opts storage.ListOptio
 		return expiredWatch(from, c.events.start), nil
 	}
 	backlog = append([]*logEvent(nil), backlog...)
+	w.result = make(chan storage.Event, watcherBufferSize(w.indexed, c.events.since(time.Now().Add(-time.Second))))
 	c.addWatcherLocked(w)
 	c.watchMu.Unlock()
 
@@ -105,7 +100,13 @@ func (c *Cacher) Watch(ctx context.Context, scope string, opts storage.ListOptio
 	if initial != nil {
 		items = initial.list(scope, "", 0, &opts).items
 	}
-	go w.run(wctx, items, plan.InitialEventsEnd, from, backlog)
+	// A client that goes away without Stop frees its watcher too.
+	context.AfterFunc(wctx, func() {
+		c.watchMu.Lock()
+		c.removeWatcherLocked(w)
+		c.watchMu.Unlock()
+	})
+	go w.sendInitial(wctx, items, plan.InitialEventsEnd, from, backlog)
 	return w, nil
 }
 

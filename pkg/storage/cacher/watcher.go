@@ -10,14 +10,25 @@ import (
 	"github.com/watchcache/watchcache/pkg/storage"
 )
 
-// Watcher buffers: a watcher selecting by an indexed field (a kubelet
-// watching its node's pods) sees few events, others may see every event of
-// the resource; bursts beyond the buffer cost the dispatcher its blocking
-// budget, and then the watcher.
+// Watcher buffers hold about one second of the resource's events (the
+// rate seen in the event log over the last second), so that a client that
+// briefly falls behind catches up without costing the dispatcher its
+// blocking budget: at least minWatcherBuffer, at most maxWatcherBuffer. A
+// watcher selecting by an indexed field (a kubelet watching its node's
+// pods) sees a small share of the events and gets indexedWatcherBuffer.
 const (
+	minWatcherBuffer     = 100
+	maxWatcherBuffer     = 1000
 	indexedWatcherBuffer = 10
-	watcherBuffer        = 100
 )
+
+// watcherBufferSize applies the heuristic above to the recent event rate.
+func watcherBufferSize(indexed bool, eventsLastSecond int) int {
+	if indexed {
+		return indexedWatcherBuffer
+	}
+	return min(max(eventsLastSecond, minWatcherBuffer), maxWatcherBuffer)
+}
 
 // defaultBookmarkInterval is how often a watcher that allows bookmarks
 // gets one (kube-apiserver: about a minute), and bookmarkBeforeDeadline how
@@ -28,10 +39,19 @@ const (
 	bookmarkBeforeDeadline  = 2 * time.Second
 )
 
-// cacheWatcher is one client's watch served from the cache. The
-// dispatcher pushes events into input (under Cacher.watchMu); the
-// watcher's goroutine first sends the initial events, then forwards input
-// to result.
+// maxPending bounds the events queued for a watcher that is still
+// sending its initial events; beyond it the watcher is closed like a slow
+// one.
+const maxPending = 10000
+
+// cacheWatcher is one client's watch served from the cache. A goroutine
+// first sends the initial events (the state at the start, then the log's
+// events after it) into result, while the dispatcher queues newer events
+// in pending; once pending is drained the watcher is live and the
+// dispatcher sends into result directly (no forwarding goroutine).
+//
+// Ownership of result: before live, only the initial goroutine sends on
+// it and closes it; once live, only holders of Cacher.watchMu do.
 type cacheWatcher struct {
 	c      *Cacher
 	scope  string
@@ -43,24 +63,25 @@ type cacheWatcher struct {
 	indexValue string
 	bookmarks  bool
 
-	input  chan storage.Event
 	result chan storage.Event
 
 	// Guarded by Cacher.watchMu.
+	live         bool
+	pending      []storage.Event
 	closed       bool
 	nextBookmark time.Time
 	deadline     time.Time // zero: none
 
 	cancel   context.CancelFunc
-	done     chan struct{}
+	done     chan struct{} // the initial goroutine has ended
 	stopOnce sync.Once
 }
 
 // ResultChan implements storage.Watcher.
 func (w *cacheWatcher) ResultChan() <-chan storage.Event { return w.result }
 
-// Stop implements storage.Watcher: it deregisters the watcher and waits for
-// its goroutine to end.
+// Stop implements storage.Watcher: it deregisters the watcher, which ends
+// its channel, and waits for its initial goroutine.
 func (w *cacheWatcher) Stop() {
 	w.stopOnce.Do(func() {
 		w.cancel()
@@ -100,17 +121,11 @@ func (w *cacheWatcher) convert(e *logEvent, shared *storage.SharedEncoding) (sto
 	return ev, true
 }
 
-// run sends the initial events (the state at the start, then the log's
-// events after it), then forwards the dispatched events, until the watch
-// ends: Stop, the client's context, or the dispatcher closing input.
-func (w *cacheWatcher) run(ctx context.Context, initial []*object.Object, initialEnd bool, startRV uint64, backlog []*logEvent) {
+// sendInitial sends the initial events, then what was dispatched
+// meanwhile, and makes the watcher live. If the watch ends first (Stop,
+// the client's context, termination) it closes result itself.
+func (w *cacheWatcher) sendInitial(ctx context.Context, initial []*object.Object, initialEnd bool, startRV uint64, backlog []*logEvent) {
 	defer close(w.done)
-	defer close(w.result)
-	defer func() { // the client may be gone without calling Stop
-		w.c.watchMu.Lock()
-		w.c.removeWatcherLocked(w)
-		w.c.watchMu.Unlock()
-	}()
 	send := func(ev storage.Event) bool {
 		select {
 		case w.result <- ev:
@@ -119,27 +134,40 @@ func (w *cacheWatcher) run(ctx context.Context, initial []*object.Object, initia
 			return false
 		}
 	}
-	for _, obj := range initial {
-		if !send(storage.Event{Type: storage.EventAdded, Object: obj, ResourceVersion: obj.ResourceVersion()}) {
-			return
+	ok := true
+	for i := 0; ok && i < len(initial); i++ {
+		ok = send(storage.Event{Type: storage.EventAdded, Object: initial[i], ResourceVersion: initial[i].ResourceVersion()})
+	}
+	if ok && initialEnd {
+		ok = send(storage.Event{Type: storage.EventBookmark, ResourceVersion: startRV, InitialEventsEnd: true})
+	}
+	for i := 0; ok && i < len(backlog); i++ {
+		if ev, matched := w.convert(backlog[i], nil); matched {
+			ok = send(ev)
 		}
 	}
-	if initialEnd && !send(storage.Event{Type: storage.EventBookmark, ResourceVersion: startRV, InitialEventsEnd: true}) {
-		return
-	}
-	for _, e := range backlog {
-		if ev, ok := w.convert(e, nil); ok && !send(ev) {
+	for ok {
+		w.c.watchMu.Lock()
+		if w.closed {
+			break
+		}
+		batch := w.pending
+		w.pending = nil
+		if len(batch) == 0 {
+			w.live = true
+			w.c.watchMu.Unlock()
 			return
 		}
-	}
-	for {
-		select {
-		case ev, ok := <-w.input:
-			if !ok || !send(ev) {
-				return
-			}
-		case <-ctx.Done():
-			return
+		w.c.watchMu.Unlock()
+		for i := 0; ok && i < len(batch); i++ {
+			ok = send(batch[i])
 		}
 	}
+	if !ok {
+		w.c.watchMu.Lock()
+	}
+	w.c.removeWatcherLocked(w)
+	w.pending = nil
+	w.c.watchMu.Unlock()
+	close(w.result)
 }
