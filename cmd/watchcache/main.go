@@ -35,6 +35,7 @@ func parseFlags(args []string) (app.Config, error) {
 	fs.IntVar(&c.Port, "port", 8080, "port to serve HTTP on (0: any free port)")
 	fs.StringVar(&c.ResourcesFile, "resources", "", "YAML file of custom resources to serve")
 	fs.BoolVar(&c.WatchCache, "watch-cache", true, "serve reads from a watch cache in front of etcd")
+	fs.DurationVar(&c.WatchCacheHistoryWindow, "watch-cache-history-window", 75*time.Second, "how far back the watch cache keeps events and snapshots for watches and exact-revision lists")
 	var sizes string
 	fs.StringVar(&sizes, "watch-cache-sizes", "", "per-resource watch cache history capacity, e.g. pods#1000,widgets.example.com#0 (0 turns the cache off for that resource)")
 	if err := fs.Parse(args); err != nil {

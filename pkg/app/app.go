@@ -60,6 +60,9 @@ type Config struct {
 	// cache off for that resource).
 	WatchCache      bool
 	WatchCacheSizes map[string]int
+	// WatchCacheHistoryWindow is how far back watches and exact-revision
+	// lists can start in the cache (0: the cache's default, 75 s).
+	WatchCacheHistoryWindow time.Duration
 	// MinWatchTimeout is passed to the server (0: its default).
 	MinWatchTimeout time.Duration
 	Log             *slog.Logger
@@ -152,7 +155,8 @@ func (a *App) newStore(cfg Config, res *resource.Resource, m *metrics.Storage) s
 		return etcdStore
 	}
 	c := cacher.New(cacher.Config{
-		Store: etcdStore, Resource: res.String(), IndexedFields: res.IndexedFields, HistoryCapacity: size,
+		Store: etcdStore, Resource: res.String(), IndexedFields: res.IndexedFields,
+		HistoryCapacity: size, HistoryWindow: cfg.WatchCacheHistoryWindow,
 		IsCompacted: etcdStore.IsCompacted, Metrics: m, Log: cfg.Log,
 	})
 	a.caches = append(a.caches, c)
