@@ -155,21 +155,14 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, pre *storage.P
 			}
 			return cur, nil
 		}
-		resp, err := s.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(full), "=", int64(cur.ResourceVersion()))).
-			Then(clientv3.OpPut(full, string(next.Stored()))).
-			Else(clientv3.OpGet(full)).
-			Commit()
+		rev, latest, err := s.writeIfUnchanged(ctx, key, cur, clientv3.OpPut(full, string(next.Stored())))
 		if err != nil {
-			return nil, interpret(err, key)
-		}
-		if resp.Succeeded {
-			return next.WithResourceVersion(uint64(resp.Header.Revision)), nil
-		}
-		if cur, err = s.currentFromElse(key, resp); err != nil {
 			return nil, err
 		}
-		fromCache = false
+		if latest == nil {
+			return next.WithResourceVersion(rev), nil
+		}
+		cur, fromCache = latest, false
 	}
 }
 
@@ -178,7 +171,6 @@ func (s *Store) Delete(ctx context.Context, key string, pre *storage.Preconditio
 	if err := storage.CheckKey(key); err != nil {
 		return nil, err
 	}
-	full := s.prefix + key
 	cur, fromCache := cached, cached != nil
 	for {
 		if cur == nil {
@@ -194,21 +186,14 @@ func (s *Store) Delete(ctx context.Context, key string, pre *storage.Preconditio
 			}
 			return nil, err
 		}
-		resp, err := s.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(full), "=", int64(cur.ResourceVersion()))).
-			Then(clientv3.OpDelete(full)).
-			Else(clientv3.OpGet(full)).
-			Commit()
+		rev, latest, err := s.writeIfUnchanged(ctx, key, cur, clientv3.OpDelete(s.prefix+key))
 		if err != nil {
-			return nil, interpret(err, key)
-		}
-		if resp.Succeeded {
-			return cur.WithResourceVersion(uint64(resp.Header.Revision)), nil
-		}
-		if cur, err = s.currentFromElse(key, resp); err != nil {
 			return nil, err
 		}
-		fromCache = false
+		if latest == nil {
+			return cur.WithResourceVersion(rev), nil
+		}
+		cur, fromCache = latest, false
 	}
 }
 
@@ -250,12 +235,29 @@ func (s *Store) watchContext(ctx context.Context) context.Context {
 	return clientv3.WithRequireLeader(metadata.AppendToOutgoingContext(ctx, "watchcache-resource", s.prefix))
 }
 
-func (s *Store) currentFromElse(key string, resp *clientv3.TxnResponse) (*object.Object, error) {
+// writeIfUnchanged applies op (a put or delete of key) in a transaction
+// that succeeds only if key is still at cur's revision, and returns the
+// write's revision; otherwise it returns the state key has now (read in the
+// same transaction), or ErrNotFound.
+func (s *Store) writeIfUnchanged(ctx context.Context, key string, cur *object.Object, op clientv3.Op) (uint64, *object.Object, error) {
+	full := s.prefix + key
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(full), "=", int64(cur.ResourceVersion()))).
+		Then(op).
+		Else(clientv3.OpGet(full)).
+		Commit()
+	if err != nil {
+		return 0, nil, interpret(err, key)
+	}
+	if resp.Succeeded {
+		return uint64(resp.Header.Revision), nil, nil
+	}
 	kvs := resp.Responses[0].GetResponseRange().Kvs
 	if len(kvs) == 0 {
-		return nil, storage.NewNotFound(key)
+		return 0, nil, storage.NewNotFound(key)
 	}
-	return s.decodeKV(kvs[0].Key, kvs[0].Value, kvs[0].ModRevision)
+	latest, err := s.decodeKV(kvs[0].Key, kvs[0].Value, kvs[0].ModRevision)
+	return 0, latest, err
 }
 
 // decodeWrite checks and decodes an object about to be written under key,
