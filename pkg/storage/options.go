@@ -66,6 +66,15 @@ func (o *ListOptions) Filtered() bool {
 	return (o.Labels != nil && !o.Labels.Empty()) || (o.Fields != nil && !o.Fields.Empty())
 }
 
+// CheckScopeAndSelectors checks what a list or watch reads: a valid scope
+// and selectable fields.
+func (o *ListOptions) CheckScopeAndSelectors(scope string, schema *object.Schema) error {
+	if err := CheckScope(scope); err != nil {
+		return err
+	}
+	return o.ValidateSelectors(schema)
+}
+
 // ValidateSelectors rejects field selectors on fields the resource does not
 // make selectable, as kube-apiserver does ("field label not supported").
 func (o *ListOptions) ValidateSelectors(schema *object.Schema) error {

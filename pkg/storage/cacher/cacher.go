@@ -213,10 +213,7 @@ func (c *Cacher) GetList(ctx context.Context, scope string, opts storage.ListOpt
 	if err != nil {
 		return nil, err
 	}
-	if err := storage.CheckScope(scope); err != nil {
-		return nil, err
-	}
-	if err := opts.ValidateSelectors(c.store.Schema()); err != nil {
+	if err := opts.CheckScopeAndSelectors(scope, c.store.Schema()); err != nil {
 		return nil, err
 	}
 	var sn *snapshot

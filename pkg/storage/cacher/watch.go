@@ -29,10 +29,7 @@ func (c *Cacher) Watch(ctx context.Context, scope string, opts storage.ListOptio
 	if err != nil {
 		return nil, err
 	}
-	if err := storage.CheckScope(scope); err != nil {
-		return nil, err
-	}
-	if err := opts.ValidateSelectors(c.store.Schema()); err != nil {
+	if err := opts.CheckScopeAndSelectors(scope, c.store.Schema()); err != nil {
 		return nil, err
 	}
 	if !c.ready.Load() {

@@ -29,10 +29,7 @@ func (s *Store) GetList(ctx context.Context, scope string, opts storage.ListOpti
 	if err != nil {
 		return nil, err
 	}
-	if err := storage.CheckScope(scope); err != nil {
-		return nil, err
-	}
-	if err := opts.ValidateSelectors(s.schema); err != nil {
+	if err := opts.CheckScopeAndSelectors(scope, s.schema); err != nil {
 		return nil, err
 	}
 	list, err := s.list(ctx, scope, plan, &opts)

@@ -24,10 +24,7 @@ func (s *Store) Watch(ctx context.Context, scope string, opts storage.ListOption
 	if err != nil {
 		return nil, err
 	}
-	if err := storage.CheckScope(scope); err != nil {
-		return nil, err
-	}
-	if err := opts.ValidateSelectors(s.schema); err != nil {
+	if err := opts.CheckScopeAndSelectors(scope, s.schema); err != nil {
 		return nil, err
 	}
 	var initial []*object.Object
