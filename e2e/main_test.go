@@ -30,6 +30,9 @@ func runMain(m *testing.M) int {
 		EtcdPrefix:        "/registry",
 		EtcdUnsafeNoFsync: true,
 		WatchCache:        true,
+		// As the command's defaults: consistent reads from the cache.
+		ConsistentListFromCache: true,
+		ConsistentGetFromCache:  true,
 		// Frequent progress notifications make bookmarks observable.
 		EtcdProgressNotifyInterval: 200 * time.Millisecond,
 		BindAddress:                "127.0.0.1",

@@ -36,6 +36,13 @@ func parseFlags(args []string) (app.Config, error) {
 	fs.StringVar(&c.ResourcesFile, "resources", "", "YAML file of custom resources to serve")
 	fs.BoolVar(&c.WatchCache, "watch-cache", true, "serve reads from a watch cache in front of etcd")
 	fs.DurationVar(&c.WatchCacheHistoryWindow, "watch-cache-history-window", 75*time.Second, "how far back the watch cache keeps events and snapshots for watches and exact-revision lists")
+	gates := "ConsistentListFromCache=true,ConsistentGetFromCache=true"
+	fs.Func("feature-gates", "comma-separated Gate=true|false: ConsistentListFromCache, ConsistentGetFromCache (both default true)", func(v string) error {
+		gates += "," + v
+		return nil
+	})
+	var fallback string
+	fs.StringVar(&fallback, "consistent-read-fallback", "none", "when the watch cache cannot catch up in time for a consistent read: none (answer 429 with Retry-After) or etcd (read etcd)")
 	var sizes string
 	fs.StringVar(&sizes, "watch-cache-sizes", "", "per-resource watch cache history capacity, e.g. pods#1000,widgets.example.com#0 (0 turns the cache off for that resource)")
 	if err := fs.Parse(args); err != nil {
@@ -47,6 +54,16 @@ func parseFlags(args []string) (app.Config, error) {
 	var err error
 	if c.WatchCacheSizes, err = parseCacheSizes(sizes); err != nil {
 		return c, err
+	}
+	if err := applyFeatureGates(&c, gates); err != nil {
+		return c, err
+	}
+	switch fallback {
+	case "none":
+	case "etcd":
+		c.ConsistentReadFallback = true
+	default:
+		return c, fmt.Errorf("--consistent-read-fallback=%q: must be none or etcd", fallback)
 	}
 	if servers != "" {
 		c.EtcdServers = strings.Split(servers, ",")
@@ -113,4 +130,28 @@ func parseCacheSizes(s string) (map[string]int, error) {
 		sizes[res] = size
 	}
 	return sizes, nil
+}
+
+// applyFeatureGates parses Gate=bool pairs (later ones win) into c.
+func applyFeatureGates(c *app.Config, gates string) error {
+	known := map[string]*bool{
+		"ConsistentListFromCache": &c.ConsistentListFromCache,
+		"ConsistentGetFromCache":  &c.ConsistentGetFromCache,
+	}
+	for _, item := range strings.Split(gates, ",") {
+		if item == "" {
+			continue
+		}
+		name, value, _ := strings.Cut(item, "=")
+		gate, ok := known[name]
+		if !ok {
+			return fmt.Errorf("--feature-gates: unknown gate %q", name)
+		}
+		on, err := strconv.ParseBool(value)
+		if err != nil {
+			return fmt.Errorf("--feature-gates: %s=%q is not true or false", name, value)
+		}
+		*gate = on
+	}
+	return nil
 }

@@ -60,6 +60,13 @@ type Config struct {
 	// cache off for that resource).
 	WatchCache      bool
 	WatchCacheSizes map[string]int
+	// ConsistentListFromCache and ConsistentGetFromCache serve consistent
+	// reads from the watch cache (feature gates); ConsistentReadFallback
+	// sends them to etcd when the cache cannot catch up in time instead of
+	// answering 429.
+	ConsistentListFromCache bool
+	ConsistentGetFromCache  bool
+	ConsistentReadFallback  bool
 	// WatchCacheHistoryWindow is how far back watches and exact-revision
 	// lists can start in the cache (0: the cache's default, 75 s).
 	WatchCacheHistoryWindow time.Duration
@@ -157,7 +164,9 @@ func (a *App) newStore(cfg Config, res *resource.Resource, m *metrics.Storage) s
 	c := cacher.New(cacher.Config{
 		Store: etcdStore, Resource: res.String(), IndexedFields: res.IndexedFields,
 		HistoryCapacity: size, HistoryWindow: cfg.WatchCacheHistoryWindow,
-		IsCompacted: etcdStore.IsCompacted, Metrics: m, Log: cfg.Log,
+		ConsistentListFromCache: cfg.ConsistentListFromCache, ConsistentGetFromCache: cfg.ConsistentGetFromCache,
+		ConsistentReadFallback: cfg.ConsistentReadFallback,
+		IsCompacted:            etcdStore.IsCompacted, Metrics: m, Log: cfg.Log,
 	})
 	a.caches = append(a.caches, c)
 	return c

@@ -4,7 +4,11 @@
 // tests.
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Storage are the metrics of the etcd3 stores and the watch caches.
 type Storage struct {
@@ -21,6 +25,7 @@ type Storage struct {
 	dispatchLatency   *prometheus.HistogramVec
 	terminated        *prometheus.CounterVec
 	watchers          *prometheus.GaugeVec
+	consistentReads   *prometheus.CounterVec
 }
 
 // NewStorage creates the metrics and registers them on reg.
@@ -81,8 +86,12 @@ func NewStorage(reg prometheus.Registerer) *Storage {
 			Name: "apiserver_watch_cache_watchers",
 			Help: "Watchers served by the watch cache, by resource.",
 		}, []string{"resource"}),
+		consistentReads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_watch_cache_consistent_read_total",
+			Help: "Consistent reads the watch cache handled: served (success=true), or, when it could not catch up in time, refused (success=false, fallback=false) or sent to etcd (fallback=true).",
+		}, []string{"resource", "success", "fallback"}),
 	}
-	reg.MustRegister(m.listFetched, m.listReturned, m.eventsReceived, m.resourceVersion,
+	reg.MustRegister(m.consistentReads, m.listFetched, m.listReturned, m.eventsReceived, m.resourceVersion,
 		m.initializations, m.initDuration, m.initErrors, m.readWait, m.snapshotsRetained,
 		m.eventsDispatched, m.dispatchLatency, m.terminated, m.watchers)
 	return m
@@ -176,4 +185,12 @@ func (m *Storage) WatchersChanged(resource string, delta int) {
 		return
 	}
 	m.watchers.WithLabelValues(resource).Add(float64(delta))
+}
+
+// ConsistentRead records the outcome of a consistent read from the cache.
+func (m *Storage) ConsistentRead(resource string, success, fallback bool) {
+	if m == nil {
+		return
+	}
+	m.consistentReads.WithLabelValues(resource, strconv.FormatBool(success), strconv.FormatBool(fallback)).Inc()
 }

@@ -43,6 +43,14 @@ type Config struct {
 	// for compacted revisions are dropped.
 	IsCompacted            func(ctx context.Context, rev uint64) (bool, error)
 	CompactionPollInterval time.Duration
+	// ConsistentListFromCache and ConsistentGetFromCache serve consistent
+	// lists and gets (resourceVersion unset) from the cache (KEP-2340);
+	// false sends them to etcd. ConsistentReadFallback sends a consistent
+	// read to etcd when the cache cannot catch up in time, instead of
+	// refusing it with 429.
+	ConsistentListFromCache bool
+	ConsistentGetFromCache  bool
+	ConsistentReadFallback  bool
 	// BookmarkInterval is how often watchers that allow bookmarks get one
 	// (0: a minute, as kube-apiserver).
 	BookmarkInterval time.Duration
@@ -72,11 +80,17 @@ type Cacher struct {
 	// publishes its snapshot; a new watch holds it while it takes its
 	// snapshot and backlog and registers.
 	bookmarkInterval time.Duration
-	watchMu          sync.Mutex
-	watchers         *watchers
-	events           *eventLog
-	dispatchRV       uint64
-	budget           timeBudget
+	// revisions shares reads of etcd's current revision among consistent
+	// reads.
+	revisions          *revisionFetcher
+	consistentList     bool
+	consistentGet      bool
+	consistentFallback bool
+	watchMu            sync.Mutex
+	watchers           *watchers
+	events             *eventLog
+	dispatchRV         uint64
+	budget             timeBudget
 
 	cancel context.CancelFunc
 	done   sync.WaitGroup
@@ -101,19 +115,23 @@ func New(cfg Config) *Cacher {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Cacher{
-		store:            cfg.Store,
-		resource:         cfg.Resource,
-		indexed:          cfg.IndexedFields,
-		metrics:          cfg.Metrics,
-		log:              cfg.Log.With("resource", cfg.Resource),
-		isCompacted:      cfg.IsCompacted,
-		compactPoll:      cfg.CompactionPollInterval,
-		fresh:            newFreshness(),
-		history:          newSnapshotHistory(cfg.HistoryWindow, cfg.HistoryCapacity),
-		watchers:         newWatchers(),
-		bookmarkInterval: cfg.BookmarkInterval,
-		events:           newEventLog(cfg.HistoryWindow, maxLoggedEvents),
-		cancel:           cancel,
+		store:              cfg.Store,
+		resource:           cfg.Resource,
+		indexed:            cfg.IndexedFields,
+		metrics:            cfg.Metrics,
+		log:                cfg.Log.With("resource", cfg.Resource),
+		isCompacted:        cfg.IsCompacted,
+		compactPoll:        cfg.CompactionPollInterval,
+		fresh:              newFreshness(),
+		history:            newSnapshotHistory(cfg.HistoryWindow, cfg.HistoryCapacity),
+		watchers:           newWatchers(),
+		bookmarkInterval:   cfg.BookmarkInterval,
+		consistentList:     cfg.ConsistentListFromCache,
+		consistentGet:      cfg.ConsistentGetFromCache,
+		consistentFallback: cfg.ConsistentReadFallback,
+		revisions:          newRevisionFetcher(cfg.Store.CurrentResourceVersion),
+		events:             newEventLog(cfg.HistoryWindow, maxLoggedEvents),
+		cancel:             cancel,
 	}
 	c.done.Add(3)
 	go func() { defer c.done.Done(); c.reflect(ctx) }()
@@ -193,12 +211,21 @@ func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions) (
 	if err := storage.CheckKey(key); err != nil {
 		return nil, err
 	}
-	if decide(plan.Read, c.ready.Load()) == fromEtcd {
+	var sn *snapshot
+	switch decide(plan.Read, c.ready.Load(), c.consistentGet) {
+	case fromEtcd:
 		return c.store.Get(ctx, key, opts)
-	}
-	sn, err := c.newestAt(ctx, plan.RV)
-	if err != nil {
-		return nil, err
+	case fromConsistent:
+		if sn, err = c.consistentSnapshot(ctx); err != nil {
+			return nil, err
+		}
+		if sn == nil { // fallback
+			return c.store.Get(ctx, key, opts)
+		}
+	default:
+		if sn, err = c.newestAt(ctx, plan.RV); err != nil {
+			return nil, err
+		}
 	}
 	obj, ok := sn.get(key)
 	if !ok {
@@ -218,9 +245,17 @@ func (c *Cacher) GetList(ctx context.Context, scope string, opts storage.ListOpt
 	}
 	var sn *snapshot
 	var listRV uint64
-	switch decide(plan.Read, c.ready.Load()) {
+	switch decide(plan.Read, c.ready.Load(), c.consistentList) {
 	case fromEtcd:
 		return c.store.GetList(ctx, scope, opts)
+	case fromConsistent:
+		if sn, err = c.consistentSnapshot(ctx); err != nil {
+			return nil, err
+		}
+		if sn == nil { // fallback
+			return c.store.GetList(ctx, scope, opts)
+		}
+		listRV = sn.rv
 	case fromNewest:
 		if sn, err = c.newestAt(ctx, plan.RV); err != nil {
 			return nil, err

@@ -14,6 +14,10 @@ const (
 	// fromHistory serves the snapshot holding the state at exactly the
 	// requested revision; etcd when that snapshot is no longer kept.
 	fromHistory
+	// fromConsistent reads etcd's current revision (one read shared by
+	// concurrent reads), waits until the cache reaches it, and serves the
+	// newest snapshot (KEP-2340).
+	fromConsistent
 )
 
 // decisionRow is one row of the cache-or-etcd table.
@@ -29,8 +33,8 @@ type decisionRow struct {
 // resourceVersion × resourceVersionMatch × continue × limit into one of
 // these kinds.
 var decisions = []decisionRow{
-	{storage.ReadConsistent, fromEtcd,
-		"resourceVersion unset must reflect every write acknowledged before the read; until the consistent-read wait of KEP-2340 is built, only etcd guarantees that"},
+	{storage.ReadConsistent, fromConsistent,
+		"resourceVersion unset must reflect every write acknowledged before the read: once the cache has reached etcd's current revision, its newest snapshot does (KEP-2340); with the feature gate off, etcd"},
 	{storage.ReadAny, fromNewest,
 		`resourceVersion "0" allows any state: the newest snapshot, with limit and continue honoured (upstream ignores the limit)`},
 	{storage.ReadNotOlderThan, fromNewest,
@@ -39,14 +43,19 @@ var decisions = []decisionRow{
 		"exactly revision N (Exact, legacy limit+N, continue tokens): the snapshot holding it, so pages of one list share one snapshot"},
 }
 
-// decide returns where to serve a read of the given kind; a cache that is
-// not ready (initializing or re-listing) delegates everything to etcd.
-func decide(read storage.ReadKind, ready bool) source {
+// decide returns where to serve a read of the given kind. A cache that is
+// not ready (initializing or re-listing) delegates everything to etcd, and
+// consistent reads go to etcd when the feature gate for them is off
+// (consistentFromCache false).
+func decide(read storage.ReadKind, ready, consistentFromCache bool) source {
 	if !ready {
 		return fromEtcd
 	}
 	for _, row := range decisions {
 		if row.read == read {
+			if row.src == fromConsistent && !consistentFromCache {
+				return fromEtcd
+			}
 			return row.src
 		}
 	}

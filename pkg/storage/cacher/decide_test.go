@@ -14,17 +14,24 @@ func TestDecisions(t *testing.T) {
 		read storage.ReadKind
 		want source
 	}{
-		{"consistent (resourceVersion unset) → etcd", storage.ReadConsistent, fromEtcd},
+		{"consistent (resourceVersion unset) → wait for etcd's revision, newest snapshot", storage.ReadConsistent, fromConsistent},
 		{`any ("0") → newest snapshot`, storage.ReadAny, fromNewest},
 		{"not older than N → wait for N, newest snapshot", storage.ReadNotOlderThan, fromNewest},
 		{"exact N, legacy limit+N, continue token → snapshot at N", storage.ReadExact, fromHistory},
 	} {
 		t.Run(tc.row, func(t *testing.T) {
-			if got := decide(tc.read, true); got != tc.want {
+			if got := decide(tc.read, true, true); got != tc.want {
 				t.Errorf("ready: decide(%s) = %d, want %d", tc.read, got, tc.want)
 			}
-			if got := decide(tc.read, false); got != fromEtcd {
+			if got := decide(tc.read, false, true); got != fromEtcd {
 				t.Errorf("not ready: decide(%s) = %d, want etcd", tc.read, got)
+			}
+			want := tc.want
+			if want == fromConsistent {
+				want = fromEtcd
+			}
+			if got := decide(tc.read, true, false); got != want {
+				t.Errorf("gate off: decide(%s) = %d, want %d", tc.read, got, want)
 			}
 		})
 	}
@@ -47,8 +54,8 @@ func TestPlansMapToDecisions(t *testing.T) {
 		opts storage.ListOptions
 		want source
 	}{
-		{"RV unset", storage.ListOptions{}, fromEtcd},
-		{"RV unset, limit", storage.ListOptions{Limit: 5}, fromEtcd},
+		{"RV unset", storage.ListOptions{}, fromConsistent},
+		{"RV unset, limit", storage.ListOptions{Limit: 5}, fromConsistent},
 		{"RV 0", storage.ListOptions{ResourceVersion: "0"}, fromNewest},
 		{"RV 0, limit (honoured)", storage.ListOptions{ResourceVersion: "0", Limit: 5}, fromNewest},
 		{"RV N", storage.ListOptions{ResourceVersion: "7"}, fromNewest},
@@ -56,13 +63,13 @@ func TestPlansMapToDecisions(t *testing.T) {
 		{"RV N Exact", storage.ListOptions{ResourceVersion: "7", ResourceVersionMatch: "Exact"}, fromHistory},
 		{"RV N, limit (legacy exact)", storage.ListOptions{ResourceVersion: "7", Limit: 5}, fromHistory},
 		{"continue token", storage.ListOptions{Continue: token, Limit: 5}, fromHistory},
-		{"inconsistent continue token", storage.ListOptions{Continue: storage.EncodeContinue(storage.InconsistentContinueRV, "ns/b")}, fromEtcd},
+		{"inconsistent continue token", storage.ListOptions{Continue: storage.EncodeContinue(storage.InconsistentContinueRV, "ns/b")}, fromConsistent},
 	} {
 		plan, err := storage.PlanList(tc.opts, "ns/")
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if got := decide(plan.Read, true); got != tc.want {
+		if got := decide(plan.Read, true, true); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
 	}

@@ -41,7 +41,7 @@ func (c *Cacher) Watch(ctx context.Context, scope string, opts storage.ListOptio
 	fromNewest := false
 	switch {
 	case plan.Initial == storage.ReadConsistent || plan.FromNow && opts.ResourceVersion == "":
-		if reach, err = c.store.CurrentResourceVersion(ctx); err != nil {
+		if reach, err = c.revisions.currentRevision(ctx); err != nil {
 			return nil, err
 		}
 		from = reach
