@@ -138,7 +138,7 @@ func applyFeatureGates(c *app.Config, gates string) error {
 		"ConsistentListFromCache": &c.ConsistentListFromCache,
 		"ConsistentGetFromCache":  &c.ConsistentGetFromCache,
 	}
-	for _, item := range strings.Split(gates, ",") {
+	for i, item := range strings.Split(gates, ",") {
 		if item == "" {
 			continue
 		}
@@ -146,6 +146,9 @@ func applyFeatureGates(c *app.Config, gates string) error {
 		gate, ok := known[name]
 		if !ok {
 			return fmt.Errorf("--feature-gates: unknown gate %q", name)
+		}
+		if i >= len(known) { // beyond the defaults: set on the command line
+			c.ConsistentReadsExplicit = true
 		}
 		on, err := strconv.ParseBool(value)
 		if err != nil {

@@ -67,6 +67,10 @@ type Config struct {
 	ConsistentListFromCache bool
 	ConsistentGetFromCache  bool
 	ConsistentReadFallback  bool
+	// ConsistentReadsExplicit says the gates above were set on the command
+	// line: then an etcd with broken progress notifications is an error
+	// rather than a reason to turn them off.
+	ConsistentReadsExplicit bool
 	// WatchCacheHistoryWindow is how far back watches and exact-revision
 	// lists can start in the cache (0: the cache's default, 75 s).
 	WatchCacheHistoryWindow time.Duration
@@ -93,10 +97,10 @@ type App struct {
 }
 
 // Start starts everything and returns once the API is served.
-func Start(cfg Config) (a *App, err error) {
-	a = &App{log: cfg.Log, served: make(chan error, 1)}
+func Start(cfg Config) (_ *App, err error) {
+	a := &App{log: cfg.Log, served: make(chan error, 1)}
 	defer func() {
-		if err != nil {
+		if err != nil { // undo what started
 			a.Close()
 		}
 	}()
@@ -114,6 +118,9 @@ func Start(cfg Config) (a *App, err error) {
 		return nil, err
 	}
 	if a.client, err = a.connectEtcd(cfg); err != nil {
+		return nil, err
+	}
+	if err := applySafeguard(&cfg, a.client, cfg.Log); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -158,6 +158,10 @@ func (c *Cacher) Stop() {
 // watch from the list's revision starts right after and keeps it current).
 func (c *Cacher) Ready() bool { return c.ready.Load() }
 
+// ConsistentReadsFromCache reports whether consistent lists or gets are
+// served from the cache.
+func (c *Cacher) ConsistentReadsFromCache() bool { return c.consistentList || c.consistentGet }
+
 // Schema implements storage.Interface.
 func (c *Cacher) Schema() *object.Schema { return c.store.Schema() }
 
