@@ -33,6 +33,8 @@ func runMain(m *testing.M) int {
 		// As the command's defaults: consistent reads from the cache.
 		ConsistentListFromCache: true,
 		ConsistentGetFromCache:  true,
+		// The inconsistency detector runs in all tests.
+		ConsistencyCheckInterval: time.Second,
 		// Frequent progress notifications make bookmarks observable.
 		EtcdProgressNotifyInterval: 200 * time.Millisecond,
 		BindAddress:                "127.0.0.1",

@@ -41,6 +41,7 @@ func parseFlags(args []string) (app.Config, error) {
 		gates += "," + v
 		return nil
 	})
+	fs.DurationVar(&c.ConsistencyCheckInterval, "consistency-check-interval", 5*time.Minute, "how often to compare each watch cache with etcd at the same revision (0: never)")
 	var fallback string
 	fs.StringVar(&fallback, "consistent-read-fallback", "none", "when the watch cache cannot catch up in time for a consistent read: none (answer 429 with Retry-After) or etcd (read etcd)")
 	var sizes string

@@ -71,6 +71,9 @@ type Config struct {
 	// line: then an etcd with broken progress notifications is an error
 	// rather than a reason to turn them off.
 	ConsistentReadsExplicit bool
+	// ConsistencyCheckInterval is how often each cache is compared with
+	// etcd (0: never).
+	ConsistencyCheckInterval time.Duration
 	// WatchCacheHistoryWindow is how far back watches and exact-revision
 	// lists can start in the cache (0: the cache's default, 75 s).
 	WatchCacheHistoryWindow time.Duration
@@ -172,8 +175,8 @@ func (a *App) newStore(cfg Config, res *resource.Resource, m *metrics.Storage) s
 		Store: etcdStore, Resource: res.String(), IndexedFields: res.IndexedFields,
 		HistoryCapacity: size, HistoryWindow: cfg.WatchCacheHistoryWindow,
 		ConsistentListFromCache: cfg.ConsistentListFromCache, ConsistentGetFromCache: cfg.ConsistentGetFromCache,
-		ConsistentReadFallback: cfg.ConsistentReadFallback,
-		IsCompacted:            etcdStore.IsCompacted, Metrics: m, Log: cfg.Log,
+		ConsistentReadFallback: cfg.ConsistentReadFallback, ConsistencyCheckInterval: cfg.ConsistencyCheckInterval,
+		IsCompacted: etcdStore.IsCompacted, Metrics: m, Log: cfg.Log,
 	})
 	a.caches = append(a.caches, c)
 	return c

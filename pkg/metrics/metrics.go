@@ -26,6 +26,7 @@ type Storage struct {
 	terminated        *prometheus.CounterVec
 	watchers          *prometheus.GaugeVec
 	consistentReads   *prometheus.CounterVec
+	consistencyChecks *prometheus.CounterVec
 }
 
 // NewStorage creates the metrics and registers them on reg.
@@ -90,8 +91,12 @@ func NewStorage(reg prometheus.Registerer) *Storage {
 			Name: "apiserver_watch_cache_consistent_read_total",
 			Help: "Consistent reads the watch cache handled: served (success=true), or, when it could not catch up in time, refused (success=false, fallback=false) or sent to etcd (fallback=true).",
 		}, []string{"resource", "success", "fallback"}),
+		consistencyChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_storage_consistency_checks_total",
+			Help: "Comparisons of a watch cache with etcd, by resource and status (success, failure: they differ, error: no verdict).",
+		}, []string{"resource", "status"}),
 	}
-	reg.MustRegister(m.consistentReads, m.listFetched, m.listReturned, m.eventsReceived, m.resourceVersion,
+	reg.MustRegister(m.consistencyChecks, m.consistentReads, m.listFetched, m.listReturned, m.eventsReceived, m.resourceVersion,
 		m.initializations, m.initDuration, m.initErrors, m.readWait, m.snapshotsRetained,
 		m.eventsDispatched, m.dispatchLatency, m.terminated, m.watchers)
 	return m
@@ -193,4 +198,12 @@ func (m *Storage) ConsistentRead(resource string, success, fallback bool) {
 		return
 	}
 	m.consistentReads.WithLabelValues(resource, strconv.FormatBool(success), strconv.FormatBool(fallback)).Inc()
+}
+
+// ConsistencyChecked records the outcome of a consistency check.
+func (m *Storage) ConsistencyChecked(resource, status string) {
+	if m == nil {
+		return
+	}
+	m.consistencyChecks.WithLabelValues(resource, status).Inc()
 }

@@ -51,6 +51,9 @@ type Config struct {
 	ConsistentListFromCache bool
 	ConsistentGetFromCache  bool
 	ConsistentReadFallback  bool
+	// ConsistencyCheckInterval is how often the inconsistency detector
+	// compares the cache with etcd (0: never).
+	ConsistencyCheckInterval time.Duration
 	// BookmarkInterval is how often watchers that allow bookmarks get one
 	// (0: a minute, as kube-apiserver).
 	BookmarkInterval time.Duration
@@ -86,11 +89,16 @@ type Cacher struct {
 	consistentList     bool
 	consistentGet      bool
 	consistentFallback bool
-	watchMu            sync.Mutex
-	watchers           *watchers
-	events             *eventLog
-	dispatchRV         uint64
-	budget             timeBudget
+	// inconsistent is set by the detector until the next list completes.
+	inconsistent atomic.Bool
+	// stopWatch ends the reflector's current watch (for relist).
+	relistMu   sync.Mutex
+	stopWatch  context.CancelFunc
+	watchMu    sync.Mutex
+	watchers   *watchers
+	events     *eventLog
+	dispatchRV uint64
+	budget     timeBudget
 
 	cancel context.CancelFunc
 	done   sync.WaitGroup
@@ -139,6 +147,10 @@ func New(cfg Config) *Cacher {
 	go func() { defer c.done.Done(); c.sendBookmarks(ctx) }()
 	if c.compactPoll == 0 {
 		c.compactPoll = defaultCompactionPollInterval
+	}
+	if cfg.ConsistencyCheckInterval > 0 {
+		c.done.Add(1)
+		go func() { defer c.done.Done(); c.checkConsistencyEvery(ctx, cfg.ConsistencyCheckInterval) }()
 	}
 	if c.isCompacted != nil {
 		c.done.Add(1)
@@ -216,7 +228,7 @@ func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions) (
 		return nil, err
 	}
 	var sn *snapshot
-	switch decide(plan.Read, c.ready.Load(), c.consistentGet) {
+	switch decide(plan.Read, c.state(c.consistentGet)) {
 	case fromEtcd:
 		return c.store.Get(ctx, key, opts)
 	case fromConsistent:
@@ -249,7 +261,7 @@ func (c *Cacher) GetList(ctx context.Context, scope string, opts storage.ListOpt
 	}
 	var sn *snapshot
 	var listRV uint64
-	switch decide(plan.Read, c.ready.Load(), c.consistentList) {
+	switch decide(plan.Read, c.state(c.consistentList)) {
 	case fromEtcd:
 		return c.store.GetList(ctx, scope, opts)
 	case fromConsistent:
@@ -285,6 +297,21 @@ func (c *Cacher) GetList(ctx context.Context, scope string, opts storage.ListOpt
 		}
 	}
 	return list, nil
+}
+
+// state is the cache's state for decide, with the given consistent-read
+// gate.
+func (c *Cacher) state(consistentFromCache bool) cacheState {
+	return cacheState{ready: c.ready.Load(), consistentFromCache: consistentFromCache, inconsistent: c.inconsistent.Load()}
+}
+
+// relist makes the reflector drop its watch and list again.
+func (c *Cacher) relist() {
+	c.relistMu.Lock()
+	defer c.relistMu.Unlock()
+	if c.stopWatch != nil {
+		c.stopWatch()
+	}
 }
 
 // newestAt returns the newest snapshot once the cache has reached rv.

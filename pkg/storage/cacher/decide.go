@@ -43,21 +43,36 @@ var decisions = []decisionRow{
 		"exactly revision N (Exact, legacy limit+N, continue tokens): the snapshot holding it, so pages of one list share one snapshot"},
 }
 
+// cacheState is what decide needs to know about the cache.
+type cacheState struct {
+	// ready: the cache's list is complete and its watch running.
+	ready bool
+	// consistentFromCache: the feature gate for this kind of read is on.
+	consistentFromCache bool
+	// inconsistent: the detector found the cache differs from etcd; until
+	// it has listed again, consistent and exact reads go to etcd.
+	inconsistent bool
+}
+
 // decide returns where to serve a read of the given kind. A cache that is
-// not ready (initializing or re-listing) delegates everything to etcd, and
-// consistent reads go to etcd when the feature gate for them is off
-// (consistentFromCache false).
-func decide(read storage.ReadKind, ready, consistentFromCache bool) source {
-	if !ready {
+// not ready (initializing or re-listing) delegates everything to etcd;
+// consistent reads go to etcd when their feature gate is off, and
+// consistent and exact reads when the cache was found inconsistent.
+func decide(read storage.ReadKind, st cacheState) source {
+	if !st.ready {
 		return fromEtcd
 	}
 	for _, row := range decisions {
-		if row.read == read {
-			if row.src == fromConsistent && !consistentFromCache {
-				return fromEtcd
-			}
-			return row.src
+		if row.read != read {
+			continue
 		}
+		switch {
+		case row.src == fromConsistent && (!st.consistentFromCache || st.inconsistent):
+			return fromEtcd
+		case row.src == fromHistory && st.inconsistent:
+			return fromEtcd
+		}
+		return row.src
 	}
 	return fromEtcd
 }

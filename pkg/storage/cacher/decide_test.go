@@ -20,18 +20,25 @@ func TestDecisions(t *testing.T) {
 		{"exact N, legacy limit+N, continue token → snapshot at N", storage.ReadExact, fromHistory},
 	} {
 		t.Run(tc.row, func(t *testing.T) {
-			if got := decide(tc.read, true, true); got != tc.want {
+			if got := decide(tc.read, cacheState{ready: true, consistentFromCache: true}); got != tc.want {
 				t.Errorf("ready: decide(%s) = %d, want %d", tc.read, got, tc.want)
 			}
-			if got := decide(tc.read, false, true); got != fromEtcd {
+			if got := decide(tc.read, cacheState{consistentFromCache: true}); got != fromEtcd {
 				t.Errorf("not ready: decide(%s) = %d, want etcd", tc.read, got)
 			}
 			want := tc.want
 			if want == fromConsistent {
 				want = fromEtcd
 			}
-			if got := decide(tc.read, true, false); got != want {
+			if got := decide(tc.read, cacheState{ready: true}); got != want {
 				t.Errorf("gate off: decide(%s) = %d, want %d", tc.read, got, want)
+			}
+			want = tc.want
+			if want == fromConsistent || want == fromHistory {
+				want = fromEtcd
+			}
+			if got := decide(tc.read, cacheState{ready: true, consistentFromCache: true, inconsistent: true}); got != want {
+				t.Errorf("inconsistent: decide(%s) = %d, want %d", tc.read, got, want)
 			}
 		})
 	}
@@ -69,7 +76,7 @@ func TestPlansMapToDecisions(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if got := decide(plan.Read, true, true); got != tc.want {
+		if got := decide(plan.Read, cacheState{ready: true, consistentFromCache: true}); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
 	}

@@ -78,11 +78,17 @@ func (c *Cacher) listAndWatch(ctx context.Context) error {
 	c.watchMu.Unlock()
 	c.fresh.advance(sn.rv)
 	c.metrics.ResourceVersion(c.resource, sn.rv)
+	c.inconsistent.Store(false) // a fresh list from etcd
 	c.ready.Store(true)
 	c.metrics.Initialized(c.resource, time.Since(start).Seconds())
 	c.log.Info("watch cache initialized", "objects", st.objects.Len(), "resourceVersion", sn.rv, "took", time.Since(start))
 
-	w, err := c.store.Watch(ctx, "", storage.ListOptions{ResourceVersion: storage.FormatResourceVersion(st.rv), AllowWatchBookmarks: true})
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	c.relistMu.Lock()
+	c.stopWatch = stop
+	c.relistMu.Unlock()
+	w, err := c.store.Watch(wctx, "", storage.ListOptions{ResourceVersion: storage.FormatResourceVersion(st.rv), AllowWatchBookmarks: true})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,146 @@
+package cacher
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/watchcache/watchcache/pkg/metrics"
+	"github.com/watchcache/watchcache/pkg/object"
+	"github.com/watchcache/watchcache/pkg/storage"
+	"github.com/watchcache/watchcache/pkg/storage/etcd3"
+	"github.com/watchcache/watchcache/pkg/storage/storagetest"
+)
+
+// droppingStore is a test double of the store under the cache whose first
+// watch loses one event: the way a broken watch would leave the cache
+// silently stale. etcd behind it is real.
+type droppingStore struct {
+	storage.Interface
+	watches atomic.Int64
+}
+
+func (s *droppingStore) Watch(ctx context.Context, scope string, opts storage.ListOptions) (storage.Watcher, error) {
+	w, err := s.Interface.Watch(ctx, scope, opts)
+	if err != nil || s.watches.Add(1) > 1 {
+		return w, err
+	}
+	out := make(chan storage.Event)
+	go func() {
+		defer close(out)
+		dropped := false
+		for ev := range w.ResultChan() {
+			if !dropped && ev.Type == storage.EventModified {
+				dropped = true
+				continue
+			}
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return &forwardingWatcher{Watcher: w, out: out}, nil
+}
+
+type forwardingWatcher struct {
+	storage.Watcher
+	out chan storage.Event
+}
+
+func (w *forwardingWatcher) ResultChan() <-chan storage.Event { return w.out }
+
+// TestInconsistencyDetector: a cache that missed an update is found out by
+// the detector, counted, stops serving consistent and exact reads (etcd
+// serves them), lists again, and then agrees with etcd and serves from
+// memory again.
+func TestInconsistencyDetector(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	etcdStore := etcd3.New(etcd3.Config{Client: storagetest.Client(), Prefix: "/detector-test/pods", Schema: storagetest.PodSchema})
+	reg := prometheus.NewRegistry()
+	c := New(Config{Store: &droppingStore{Interface: etcdStore}, Resource: "pods", Metrics: metrics.NewStorage(reg),
+		ConsistentListFromCache: true, ConsistentGetFromCache: true, ConsistencyCheckInterval: 50 * time.Millisecond})
+	defer c.Stop()
+	for !c.Ready() {
+		time.Sleep(time.Millisecond)
+	}
+	a, err := c.Create(ctx, "ns/a", []byte(`{"metadata":{"name":"a","namespace":"ns"},"spec":{"nodeName":"n1"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// This update's event is lost on the way to the cache.
+	updated, err := c.GuaranteedUpdate(ctx, "ns/a", nil, func(*object.Object) ([]byte, error) {
+		return []byte(`{"metadata":{"name":"a","namespace":"ns"},"spec":{"nodeName":"n2"}}`), nil
+	}, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failures := func() float64 {
+		return checkCount(t, reg, "failure")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for failures() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the detector did not find the lost update")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// After the re-list the cache agrees with etcd; consistent reads see
+	// the update whether served by etcd (meanwhile) or the cache (after).
+	for {
+		got, err := c.Get(ctx, "ns/a", storage.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ResourceVersion() != updated.ResourceVersion() {
+			t.Fatalf("consistent get after detection returned %s, want %s", got, updated)
+		}
+		if c.Ready() && !c.inconsistent.Load() {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cached, ok := c.newest.Load().get("ns/a")
+	if !ok || cached.ResourceVersion() != updated.ResourceVersion() {
+		t.Fatalf("after the re-list the cache holds %v, want %s", cached, updated)
+	}
+	// The next checks, after the re-list, succeed.
+	successes := checkCount(t, reg, "success")
+	deadline = time.Now().Add(5 * time.Second)
+	for checkCount(t, reg, "success") == successes {
+		if time.Now().After(deadline) {
+			t.Fatal("no successful check after the re-list")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := checkCount(t, reg, "failure"); got != 1 {
+		t.Fatalf("%v failed checks, want 1", got)
+	}
+}
+
+// checkCount reads apiserver_storage_consistency_checks_total for a status.
+func checkCount(t *testing.T, reg *prometheus.Registry, status string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "apiserver_storage_consistency_checks_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "status" && l.GetValue() == status {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
