@@ -141,6 +141,7 @@ func New(cfg Config) *Cacher {
 		events:             newEventLog(cfg.HistoryWindow, maxLoggedEvents),
 		cancel:             cancel,
 	}
+	c.budget.last = time.Now() // the blocking budget fills from the start
 	c.done.Add(3)
 	go func() { defer c.done.Done(); c.reflect(ctx) }()
 	go func() { defer c.done.Done(); c.fresh.requestProgress(ctx, c.store.RequestProgress) }()

@@ -75,6 +75,13 @@ func (c *Cacher) Watch(ctx context.Context, scope string, opts storage.ListOptio
 	// watchMu, which the dispatcher holds while it logs and dispatches a
 	// revision: the watcher gets every event after its start exactly once.
 	c.watchMu.Lock()
+	if !c.ready.Load() {
+		// The cache started listing again while this watch waited: its
+		// state and log are about to be replaced, so etcd serves it.
+		c.watchMu.Unlock()
+		cancel()
+		return c.store.Watch(ctx, scope, opts)
+	}
 	var initial *snapshot
 	if plan.Initial != 0 {
 		initial = c.newest.Load()
