@@ -36,11 +36,12 @@ func parseFlags(args []string) (app.Config, error) {
 	fs.StringVar(&c.ResourcesFile, "resources", "", "YAML file of custom resources to serve")
 	fs.BoolVar(&c.WatchCache, "watch-cache", true, "serve reads from a watch cache in front of etcd")
 	fs.DurationVar(&c.WatchCacheHistoryWindow, "watch-cache-history-window", 75*time.Second, "how far back the watch cache keeps events and snapshots for watches and exact-revision lists")
-	gates := "ConsistentListFromCache=true,ConsistentGetFromCache=true"
-	fs.Func("feature-gates", "comma-separated Gate=true|false: ConsistentListFromCache, ConsistentGetFromCache (both default true)", func(v string) error {
-		gates += "," + v
+	var gates []string
+	fs.Func("feature-gates", "comma-separated Gate=true|false: ConsistentListFromCache, ConsistentGetFromCache, ResilientWatchCacheInitialization (all default true)", func(v string) error {
+		gates = append(gates, strings.Split(v, ",")...)
 		return nil
 	})
+	fs.DurationVar(&c.StorageInitializationTimeout, "storage-initialization-timeout", time.Minute, "how long /readyz waits at start for the built-in resources' watch caches")
 	fs.DurationVar(&c.ConsistencyCheckInterval, "consistency-check-interval", 5*time.Minute, "how often to compare each watch cache with etcd at the same revision (0: never)")
 	var fallback string
 	fs.StringVar(&fallback, "consistent-read-fallback", "none", "when the watch cache cannot catch up in time for a consistent read: none (answer 429 with Retry-After) or etcd (read etcd)")
@@ -133,29 +134,34 @@ func parseCacheSizes(s string) (map[string]int, error) {
 	return sizes, nil
 }
 
-// applyFeatureGates parses Gate=bool pairs (later ones win) into c.
-func applyFeatureGates(c *app.Config, gates string) error {
-	known := map[string]*bool{
-		"ConsistentListFromCache": &c.ConsistentListFromCache,
-		"ConsistentGetFromCache":  &c.ConsistentGetFromCache,
+// applyFeatureGates sets the feature gates: all on by default, then as
+// given on the command line (Gate=bool, later ones win).
+func applyFeatureGates(c *app.Config, given []string) error {
+	resilient := true
+	c.ConsistentListFromCache, c.ConsistentGetFromCache = true, true
+	gates := map[string]*bool{
+		"ConsistentListFromCache":           &c.ConsistentListFromCache,
+		"ConsistentGetFromCache":            &c.ConsistentGetFromCache,
+		"ResilientWatchCacheInitialization": &resilient,
 	}
-	for i, item := range strings.Split(gates, ",") {
+	for _, item := range given {
 		if item == "" {
 			continue
 		}
 		name, value, _ := strings.Cut(item, "=")
-		gate, ok := known[name]
+		gate, ok := gates[name]
 		if !ok {
 			return fmt.Errorf("--feature-gates: unknown gate %q", name)
-		}
-		if i >= len(known) { // beyond the defaults: set on the command line
-			c.ConsistentReadsExplicit = true
 		}
 		on, err := strconv.ParseBool(value)
 		if err != nil {
 			return fmt.Errorf("--feature-gates: %s=%q is not true or false", name, value)
 		}
 		*gate = on
+		if name != "ResilientWatchCacheInitialization" {
+			c.ConsistentReadsExplicit = true // the etcd version safeguard is strict then
+		}
 	}
+	c.WaitWhileInitializing = !resilient
 	return nil
 }

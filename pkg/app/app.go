@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,6 +73,13 @@ type Config struct {
 	// line: then an etcd with broken progress notifications is an error
 	// rather than a reason to turn them off.
 	ConsistentReadsExplicit bool
+	// WaitWhileInitializing turns resilient watch cache initialization off
+	// (gate ResilientWatchCacheInitialization=false): reads wait for a cache
+	// that is not ready instead of going to etcd or getting 429.
+	WaitWhileInitializing bool
+	// StorageInitializationTimeout bounds how long /readyz waits for the
+	// built-in resources' caches at start (0: one minute).
+	StorageInitializationTimeout time.Duration
 	// ConsistencyCheckInterval is how often each cache is compared with
 	// etcd (0: never).
 	ConsistencyCheckInterval time.Duration
@@ -89,14 +98,16 @@ type App struct {
 	// Kubeconfig is a kubeconfig file pointing at URL.
 	Kubeconfig string
 
-	log     *slog.Logger
-	http    *http.Server
-	served  chan error
-	cancel  context.CancelFunc
-	client  *clientv3.Client
-	caches  []*cacher.Cacher
-	etcd    *etcdembed.Server
-	etcdLog *zap.Logger
+	log    *slog.Logger
+	http   *http.Server
+	served chan error
+	cancel context.CancelFunc
+	client *clientv3.Client
+	caches []*cacher.Cacher
+	// builtinCaches are the caches /readyz waits for at start.
+	builtinCaches []*cacher.Cacher
+	etcd          *etcdembed.Server
+	etcdLog       *zap.Logger
 }
 
 // Start starts everything and returns once the API is served.
@@ -142,10 +153,13 @@ func Start(cfg Config) (_ *App, err error) {
 	}
 	srv := server.New(server.Config{
 		Registry: registry, Stores: stores, Log: cfg.Log, MinWatchTimeout: cfg.MinWatchTimeout, Metrics: promRegistry,
-		ReadyChecks: map[string]func(context.Context) error{"etcd": func(ctx context.Context) error {
-			_, err := stores[registry.Lookup("", "v1", "namespaces")].CurrentResourceVersion(ctx)
-			return err
-		}},
+		ReadyChecks: map[string]func(context.Context) error{
+			"etcd": func(ctx context.Context) error {
+				_, err := stores[registry.Lookup("", "v1", "namespaces")].CurrentResourceVersion(ctx)
+				return err
+			},
+			"watch-cache-initialization": a.cachesInitialized(cfg.StorageInitializationTimeout),
+		},
 	})
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port)))
 	if err != nil {
@@ -162,6 +176,34 @@ func Start(cfg Config) (_ *App, err error) {
 	return a, nil
 }
 
+// cachesInitialized is the /readyz check of KEP-4568: not ready until every
+// built-in resource's cache is ready or the timeout has passed since start;
+// from then on ready for good (a cache that re-initializes later refuses
+// its own requests instead of making the whole server unready).
+func (a *App) cachesInitialized(timeout time.Duration) func(context.Context) error {
+	if timeout == 0 {
+		timeout = time.Minute
+	}
+	deadline := time.Now().Add(timeout)
+	var passed atomic.Bool
+	return func(context.Context) error {
+		if passed.Load() {
+			return nil
+		}
+		var pending []string
+		for _, c := range a.builtinCaches {
+			if !c.Ready() {
+				pending = append(pending, c.Resource())
+			}
+		}
+		if len(pending) == 0 || time.Now().After(deadline) {
+			passed.Store(true)
+			return nil
+		}
+		return fmt.Errorf("watch caches still initializing: %s", strings.Join(pending, ", "))
+	}
+}
+
 // newStore builds a resource's store: etcd3, behind a watch cache unless
 // the cache is off for it.
 func (a *App) newStore(cfg Config, res *resource.Resource, m *metrics.Storage) storage.Interface {
@@ -176,9 +218,13 @@ func (a *App) newStore(cfg Config, res *resource.Resource, m *metrics.Storage) s
 		HistoryCapacity: size, HistoryWindow: cfg.WatchCacheHistoryWindow,
 		ConsistentListFromCache: cfg.ConsistentListFromCache, ConsistentGetFromCache: cfg.ConsistentGetFromCache,
 		ConsistentReadFallback: cfg.ConsistentReadFallback, ConsistencyCheckInterval: cfg.ConsistencyCheckInterval,
-		IsCompacted: etcdStore.IsCompacted, Metrics: m, Log: cfg.Log,
+		WaitWhileInitializing: cfg.WaitWhileInitializing,
+		IsCompacted:           etcdStore.IsCompacted, Metrics: m, Log: cfg.Log,
 	})
 	a.caches = append(a.caches, c)
+	if res.Group == "" {
+		a.builtinCaches = append(a.builtinCaches, c)
+	}
 	return c
 }
 

@@ -51,6 +51,11 @@ type Config struct {
 	ConsistentListFromCache bool
 	ConsistentGetFromCache  bool
 	ConsistentReadFallback  bool
+	// WaitWhileInitializing makes reads wait while the cache is not ready
+	// (the behaviour before KEP-4568, gate ResilientWatchCacheInitialization
+	// off). By default nothing waits: gets and bounded lists go to etcd and
+	// every other read is refused with 429 at once.
+	WaitWhileInitializing bool
 	// ConsistencyCheckInterval is how often the inconsistency detector
 	// compares the cache with etcd (0: never).
 	ConsistencyCheckInterval time.Duration
@@ -73,10 +78,12 @@ type Cacher struct {
 	compactPoll time.Duration
 
 	// newest is the latest snapshot; readers load it without locks.
-	newest  atomic.Pointer[snapshot]
-	ready   atomic.Bool
-	fresh   *freshness
-	history *snapshotHistory
+	newest    atomic.Pointer[snapshot]
+	ready     atomic.Bool // changed through setReady
+	readiness *readiness
+	resilient bool
+	fresh     *freshness
+	history   *snapshotHistory
 
 	// watchMu guards the watchers, the event log and dispatchRV. The
 	// reflector holds it while it logs and dispatches a revision and
@@ -134,6 +141,8 @@ func New(cfg Config) *Cacher {
 		history:            newSnapshotHistory(cfg.HistoryWindow, cfg.HistoryCapacity),
 		watchers:           newWatchers(),
 		bookmarkInterval:   cfg.BookmarkInterval,
+		readiness:          newReadiness(),
+		resilient:          !cfg.WaitWhileInitializing,
 		consistentList:     cfg.ConsistentListFromCache,
 		consistentGet:      cfg.ConsistentGetFromCache,
 		consistentFallback: cfg.ConsistentReadFallback,
@@ -170,6 +179,9 @@ func (c *Cacher) Stop() {
 // Ready reports whether the cache serves reads: its list is complete (the
 // watch from the list's revision starts right after and keeps it current).
 func (c *Cacher) Ready() bool { return c.ready.Load() }
+
+// Resource names the cached resource.
+func (c *Cacher) Resource() string { return c.resource }
 
 // ConsistentReadsFromCache reports whether consistent lists or gets are
 // served from the cache.
@@ -228,6 +240,12 @@ func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions) (
 	if err := storage.CheckKey(key); err != nil {
 		return nil, err
 	}
+	if fromCache, err := c.whileNotReady(ctx, readGet, nil); err != nil || !fromCache {
+		if err != nil {
+			return nil, err
+		}
+		return c.store.Get(ctx, key, opts)
+	}
 	var sn *snapshot
 	switch decide(plan.Read, c.state(c.consistentGet)) {
 	case fromEtcd:
@@ -259,6 +277,12 @@ func (c *Cacher) GetList(ctx context.Context, scope string, opts storage.ListOpt
 	}
 	if err := opts.CheckScopeAndSelectors(scope, c.store.Schema()); err != nil {
 		return nil, err
+	}
+	if fromCache, err := c.whileNotReady(ctx, readList, &opts); err != nil || !fromCache {
+		if err != nil {
+			return nil, err
+		}
+		return c.store.GetList(ctx, scope, opts)
 	}
 	var sn *snapshot
 	var listRV uint64

@@ -28,7 +28,7 @@ func (c *Cacher) reflect(ctx context.Context) {
 	for {
 		start := time.Now()
 		err := c.listAndWatch(ctx)
-		c.ready.Store(false)
+		c.setReady(false)
 		// The event stream has a gap now: end every watch cleanly; clients
 		// resume from their last revision.
 		c.endAllWatchers()
@@ -79,7 +79,7 @@ func (c *Cacher) listAndWatch(ctx context.Context) error {
 	c.fresh.advance(sn.rv)
 	c.metrics.ResourceVersion(c.resource, sn.rv)
 	c.inconsistent.Store(false) // a fresh list from etcd
-	c.ready.Store(true)
+	c.setReady(true)
 	c.metrics.Initialized(c.resource, time.Since(start).Seconds())
 	c.log.Info("watch cache initialized", "objects", st.objects.Len(), "resourceVersion", sn.rv, "took", time.Since(start))
 

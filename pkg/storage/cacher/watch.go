@@ -23,7 +23,8 @@ import (
 //     after etcd's current revision (RV unset) or the cache's ("0").
 //
 // A revision the cache has not reached is waited for (at most 3 s, then
-// 504). A cache that is not ready delegates the watch to etcd.
+// 504). While the cache is not ready the watch is refused with 429 (or,
+// without resilient initialization, waits for it).
 func (c *Cacher) Watch(ctx context.Context, scope string, opts storage.ListOptions) (storage.Watcher, error) {
 	plan, err := storage.PlanWatch(opts)
 	if err != nil {
@@ -32,8 +33,8 @@ func (c *Cacher) Watch(ctx context.Context, scope string, opts storage.ListOptio
 	if err := opts.CheckScopeAndSelectors(scope, c.store.Schema()); err != nil {
 		return nil, err
 	}
-	if !c.ready.Load() {
-		return c.store.Watch(ctx, scope, opts)
+	if _, err := c.whileNotReady(ctx, readWatch, &opts); err != nil {
+		return nil, err
 	}
 	// The revision to reach before registering, and where the stream
 	// starts when there is no initial state.
