@@ -66,7 +66,8 @@ type eventEncoder struct {
 }
 
 // encode returns one event's JSON line, in buf or, for an event delivered
-// to many watchers, in the encoding they share (encoded once for all).
+// to many watchers, in the encoding they share (encoded once for all; the
+// caller must not append to or reuse that one).
 func (e *eventEncoder) encode(buf []byte, ev storage.Event) []byte {
 	if ev.Shared != nil && e.table == nil && ev.Object != nil {
 		return ev.Shared.Get(ev.Type, func() []byte { return e.appendEvent(nil, ev) })
