@@ -89,6 +89,11 @@ type Config struct {
 	// MinWatchTimeout is passed to the server (0: its default).
 	MinWatchTimeout time.Duration
 	Log             *slog.Logger
+	// WrapStore, if not nil, wraps each resource's etcd3 store (resource as
+	// "configmaps" or "widgets.example.com") before the watch cache is put
+	// in front of it. A test hook: tests use it to hold a cache in
+	// initialization and to count the reads that reach etcd.
+	WrapStore func(resource string, s storage.Interface) storage.Interface
 }
 
 // App is a running server.
@@ -209,12 +214,16 @@ func (a *App) cachesInitialized(timeout time.Duration) func(context.Context) err
 func (a *App) newStore(cfg Config, res *resource.Resource, m *metrics.Storage) storage.Interface {
 	etcdStore := etcd3.New(etcd3.Config{Client: a.client, Prefix: res.EtcdPrefix(cfg.EtcdPrefix), Schema: res.Schema(),
 		Resource: res.String(), Metrics: m})
+	var store storage.Interface = etcdStore
+	if cfg.WrapStore != nil {
+		store = cfg.WrapStore(res.String(), store)
+	}
 	size, sized := cfg.WatchCacheSizes[res.String()]
 	if !cfg.WatchCache && !sized || sized && size == 0 {
-		return etcdStore
+		return store
 	}
 	c := cacher.New(cacher.Config{
-		Store: etcdStore, Resource: res.String(), IndexedFields: res.IndexedFields,
+		Store: store, Resource: res.String(), IndexedFields: res.IndexedFields,
 		HistoryCapacity: size, HistoryWindow: cfg.WatchCacheHistoryWindow,
 		ConsistentListFromCache: cfg.ConsistentListFromCache, ConsistentGetFromCache: cfg.ConsistentGetFromCache,
 		ConsistentReadFallback: cfg.ConsistentReadFallback, ConsistencyCheckInterval: cfg.ConsistencyCheckInterval,

@@ -78,10 +78,12 @@ func (c *Cacher) Watch(ctx context.Context, scope string, opts storage.ListOptio
 	c.watchMu.Lock()
 	if !c.ready.Load() {
 		// The cache started listing again while this watch waited: its
-		// state and log are about to be replaced, so etcd serves it.
+		// state and log are about to be replaced. Start over, as a watch
+		// arriving now would (429, or a wait without resilient
+		// initialization).
 		c.watchMu.Unlock()
 		cancel()
-		return c.store.Watch(ctx, scope, opts)
+		return c.Watch(ctx, scope, opts)
 	}
 	var initial *snapshot
 	if plan.Initial != 0 {
