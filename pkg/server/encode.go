@@ -63,16 +63,20 @@ func writeJSONString(bw *bufio.Writer, s string) {
 type eventEncoder struct {
 	res   *resource.Resource
 	table *tableOptions // nil: objects as they are
+	// scratch holds this client's own encodings, reused from event to
+	// event; encodings shared with other watchers are never written into.
+	scratch []byte
 }
 
-// encode returns one event's JSON line, in buf or, for an event delivered
-// to many watchers, in the encoding they share (encoded once for all; the
-// caller must not append to or reuse that one).
-func (e *eventEncoder) encode(buf []byte, ev storage.Event) []byte {
+// line returns one event's JSON line: for an event delivered to many
+// watchers, the encoding they share (encoded once for all); otherwise one
+// in the scratch buffer, valid until the next call.
+func (e *eventEncoder) line(ev storage.Event) []byte {
 	if ev.Shared != nil && e.table == nil && ev.Object != nil {
 		return ev.Shared.Get(ev.Type, func() []byte { return e.appendEvent(nil, ev) })
 	}
-	return e.appendEvent(buf, ev)
+	e.scratch = e.appendEvent(e.scratch[:0], ev)
+	return e.scratch
 }
 
 // appendEvent appends one event's JSON line to buf. An ERROR event carries

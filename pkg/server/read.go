@@ -77,18 +77,13 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *request, sto
 	defer s.metrics.watchers.WithLabelValues(req.res.Group, req.res.Plural).Dec()
 	enc := eventEncoder{res: req.res, table: tableRequest(r)}
 	events := watcher.ResultChan()
-	var scratch []byte // this watch's own encodings; shared ones are never written into
 	for {
 		select {
 		case ev, ok := <-events:
 			if !ok {
 				return
 			}
-			line := enc.encode(scratch[:0], ev)
-			if ev.Shared == nil {
-				scratch = line
-			}
-			if _, err := w.Write(line); err != nil {
+			if _, err := w.Write(enc.line(ev)); err != nil {
 				return // the client went away
 			}
 			if ev.Type == storage.EventError {

@@ -1,0 +1,53 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/watchcache/watchcache/pkg/object"
+	"github.com/watchcache/watchcache/pkg/resource"
+	"github.com/watchcache/watchcache/pkg/storage"
+)
+
+// TestEventLinesKeepSharedEncodings: an encoding shared by the watchers of
+// an event is never overwritten by a watcher's next, unshared event (a
+// bookmark), and every line is one JSON object.
+func TestEventLinesKeepSharedEncodings(t *testing.T) {
+	reg, err := resource.NewRegistry(resource.Builtins()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := reg.Lookup("", "v1", "pods")
+	obj, _, err := object.Decode(pods.Schema(), "ns/a", []byte(`{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","namespace":"ns"}}`), 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := &storage.SharedEncoding{}
+	first := &eventEncoder{res: pods}
+	second := &eventEncoder{res: pods}
+	event := storage.Event{Type: storage.EventModified, Object: obj, ResourceVersion: 7, Shared: shared}
+
+	sharedLine := first.line(event)
+	want := append([]byte(nil), sharedLine...)
+	if got := second.line(event); &got[0] != &sharedLine[0] {
+		t.Fatal("the second watcher encoded the shared event again")
+	}
+	for _, enc := range []*eventEncoder{first, second} {
+		bookmark := enc.line(storage.Event{Type: storage.EventBookmark, ResourceVersion: 9})
+		var decoded struct {
+			Type   string          `json:"type"`
+			Object json.RawMessage `json:"object"`
+		}
+		if err := json.Unmarshal(bookmark, &decoded); err != nil || decoded.Type != "BOOKMARK" {
+			t.Fatalf("bookmark line %q: %v", bookmark, err)
+		}
+	}
+	if !bytes.Equal(sharedLine, want) {
+		t.Fatalf("the shared encoding changed to %q, was %q", sharedLine, want)
+	}
+	var decoded map[string]any
+	if err := json.Unmarshal(want, &decoded); err != nil || decoded["type"] != "MODIFIED" {
+		t.Fatalf("shared line %q: %v", want, err)
+	}
+}
