@@ -20,6 +20,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/app"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
+	"github.com/watchcache/watchcache/pkg/storage/storagetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -170,55 +171,7 @@ func (s *initStore) Watch(ctx context.Context, scope string, opts storage.ListOp
 	if err != nil || s.watches.Add(1) != 1 {
 		return w, err
 	}
-	return newBreakableWatcher(w, s.failWatch), nil
-}
-
-// breakableWatcher forwards a watch's events until trigger is closed, then
-// delivers one ERROR event and ends.
-type breakableWatcher struct {
-	inner  storage.Watcher
-	result chan storage.Event
-	stop   chan struct{}
-	once   sync.Once
-	done   chan struct{}
-}
-
-func newBreakableWatcher(inner storage.Watcher, trigger <-chan struct{}) *breakableWatcher {
-	w := &breakableWatcher{inner: inner, result: make(chan storage.Event), stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		defer close(w.result)
-		for {
-			select {
-			case ev, ok := <-inner.ResultChan():
-				if !ok {
-					return
-				}
-				select {
-				case w.result <- ev:
-				case <-w.stop:
-					return
-				}
-			case <-trigger:
-				select {
-				case w.result <- storage.Event{Type: storage.EventError, Err: storage.NewExpired(1, "injected by the test")}:
-				case <-w.stop:
-				}
-				return
-			case <-w.stop:
-				return
-			}
-		}
-	}()
-	return w
-}
-
-func (w *breakableWatcher) ResultChan() <-chan storage.Event { return w.result }
-
-func (w *breakableWatcher) Stop() {
-	w.once.Do(func() { close(w.stop) })
-	w.inner.Stop()
-	<-w.done
+	return storagetest.NewBreakableWatcher(w, s.failWatch), nil
 }
 
 // startInitServer starts a second server (the shared testServer cannot be

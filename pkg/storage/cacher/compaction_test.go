@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,60 +41,9 @@ func (s *spyStore) Watch(ctx context.Context, scope string, opts storage.ListOpt
 		return nil, err
 	}
 	if s.watches.Add(1) == 1 && s.failWatch != nil {
-		return newFailingWatcher(w, s.failWatch), nil
+		return storagetest.NewBreakableWatcher(w, s.failWatch), nil
 	}
 	return w, nil
-}
-
-// injectedError is the error the failing watcher delivers.
-var injectedError = storage.NewExpired(1, "injected by the test")
-
-// failingWatcher forwards a watch's events until trigger is closed, then
-// delivers one EventError and closes its channel.
-type failingWatcher struct {
-	inner    storage.Watcher
-	result   chan storage.Event
-	stop     chan struct{}
-	stopOnce sync.Once
-	done     chan struct{}
-}
-
-func newFailingWatcher(inner storage.Watcher, trigger <-chan struct{}) *failingWatcher {
-	w := &failingWatcher{inner: inner, result: make(chan storage.Event), stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		defer close(w.result)
-		for {
-			select {
-			case ev, ok := <-inner.ResultChan():
-				if !ok {
-					return
-				}
-				select {
-				case w.result <- ev:
-				case <-w.stop:
-					return
-				}
-			case <-trigger:
-				select {
-				case w.result <- storage.Event{Type: storage.EventError, Err: injectedError}:
-				case <-w.stop:
-				}
-				return
-			case <-w.stop:
-				return
-			}
-		}
-	}()
-	return w
-}
-
-func (w *failingWatcher) ResultChan() <-chan storage.Event { return w.result }
-
-func (w *failingWatcher) Stop() {
-	w.stopOnce.Do(func() { close(w.stop) })
-	w.inner.Stop()
-	<-w.done
 }
 
 // createPods creates n pods ns/<name>-i through s and returns the revision

@@ -14,6 +14,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/metrics"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
+	"github.com/watchcache/watchcache/pkg/storage/storagetest"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -98,7 +99,7 @@ func (s *holdingStore) Watch(ctx context.Context, scope string, opts storage.Lis
 		return nil, err
 	}
 	if s.watches.Add(1) == 1 && s.failWatch != nil {
-		return newFailingWatcher(w, s.failWatch), nil
+		return storagetest.NewBreakableWatcher(w, s.failWatch), nil
 	}
 	return w, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
+	"github.com/watchcache/watchcache/pkg/storage/storagetest"
 	"k8s.io/apimachinery/pkg/fields"
 )
 
@@ -39,7 +40,7 @@ func (s *relistStore) Watch(ctx context.Context, scope string, opts storage.List
 	s.mu.Lock()
 	trigger := s.trigger
 	s.mu.Unlock()
-	return newFailingWatcher(w, trigger), nil
+	return storagetest.NewBreakableWatcher(w, trigger), nil
 }
 
 // fail makes the etcd watches opened so far fail.
