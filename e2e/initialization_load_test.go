@@ -408,7 +408,7 @@ func TestInitializationLoad(t *testing.T) {
 		t.Fatal("the cache listed while held")
 	}
 	released := time.Now()
-	cms.release()
+	cms.Release()
 	readyWait := make(chan time.Duration, 1)
 	go func() {
 		for cms.complete.Load() == 0 && ctx.Err() == nil {

@@ -55,7 +55,7 @@ func newInitHook(held ...string) *initHook {
 func (h *initHook) wrap(resource string, s storage.Interface) storage.Interface {
 	st := &initStore{Interface: s, resource: resource, failWatch: make(chan struct{})}
 	if h.held[resource] {
-		st.hold()
+		st.Hold()
 	}
 	h.mu.Lock()
 	h.stores[resource] = st
@@ -78,10 +78,8 @@ type initStore struct {
 	storage.Interface
 	resource string
 
-	mu   sync.Mutex
-	gate chan struct{} // while not nil, the cache's list waits for it
+	storagetest.Gate // the cache's lists pass it
 
-	holding  atomic.Int64 // cache lists waiting now
 	initial  atomic.Int64 // cache lists started
 	complete atomic.Int64 // cache lists completed (the cache is ready right after)
 
@@ -95,23 +93,6 @@ type initStore struct {
 	failOnce  sync.Once
 }
 
-func (s *initStore) hold() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.gate == nil {
-		s.gate = make(chan struct{})
-	}
-}
-
-func (s *initStore) release() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.gate != nil {
-		close(s.gate)
-		s.gate = nil
-	}
-}
-
 // breakWatch makes the cache's etcd watch fail.
 func (s *initStore) breakWatch() { s.failOnce.Do(func() { close(s.failWatch) }) }
 
@@ -119,7 +100,7 @@ func (s *initStore) breakWatch() { s.failOnce.Do(func() { close(s.failWatch) }) 
 func (s *initStore) waitHeld(t *testing.T, n int64) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for s.holding.Load() != 1 || s.initial.Load() != n {
+	for s.Waiting() != 1 || s.initial.Load() != n {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: the cache's list #%d is not held after 10s", s.resource, n)
 		}
@@ -137,17 +118,8 @@ func (s *initStore) GetList(ctx context.Context, scope string, opts storage.List
 	switch {
 	case cachePage && opts.Continue == "":
 		s.initial.Add(1)
-		s.mu.Lock()
-		gate := s.gate
-		s.mu.Unlock()
-		if gate != nil {
-			s.holding.Add(1)
-			defer s.holding.Add(-1)
-			select {
-			case <-gate:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
+		if err := s.Pass(ctx); err != nil {
+			return nil, err
 		}
 	case cachePage:
 	case s.complete.Load() == 0 && opts.Limit > 0:
@@ -202,7 +174,7 @@ func startInitServer(t testing.TB, cfg app.Config, hook *initHook) *app.App {
 		// Held lists end with the server's context; release them anyway.
 		hook.mu.Lock()
 		for _, s := range hook.stores {
-			s.release()
+			s.Release()
 		}
 		hook.mu.Unlock()
 		if err := a.Close(); err != nil {
@@ -385,7 +357,7 @@ func TestInitializationHTTP(t *testing.T) {
 	initExpect(t, a, "GET", "/api/v1/namespaces", nil, http.StatusOK)
 
 	// One released: /readyz still waits for the other.
-	cms.release()
+	cms.Release()
 	deadline := time.Now().Add(10 * time.Second)
 	for cms.complete.Load() == 0 {
 		if time.Now().After(deadline) {
@@ -411,7 +383,7 @@ func TestInitializationHTTP(t *testing.T) {
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "pods") || strings.Contains(body, "configmaps") {
 		t.Errorf("/readyz?verbose while pods initialize: %d %q", code, body)
 	}
-	pods.release()
+	pods.Release()
 	t.Logf("/readyz was 200 %v after the last release", initWaitReadyz(t, a, 10*time.Second).Round(time.Millisecond))
 	code, body = initReadyz(t, a)
 	if code != http.StatusOK || !strings.Contains(body, "[+]watch-cache-initialization ok") {
@@ -430,7 +402,7 @@ func TestInitializationHTTP(t *testing.T) {
 	defer resp.Body.Close()
 	watchEnded := make(chan error, 1)
 	go func() { _, err := io.Copy(io.Discard, resp.Body); watchEnded <- err }()
-	cms.hold()
+	cms.Hold()
 	cms.breakWatch()
 	cms.waitHeld(t, 2)
 	select {
@@ -450,7 +422,7 @@ func TestInitializationHTTP(t *testing.T) {
 	initExpect(t, a, "GET", base+"/cm-0", nil, http.StatusOK)
 	initExpect(t, a, "GET", base+"?limit=2", nil, http.StatusOK)
 	initExpect(t, a, "GET", "/api/v1/pods", nil, http.StatusOK)
-	cms.release()
+	cms.Release()
 	deadline = time.Now().Add(10 * time.Second)
 	for {
 		resp, data := initDo(t, a, "GET", base, nil)
@@ -556,7 +528,7 @@ func TestInitializationKubectl(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	cms.release()
+	cms.Release()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		out, err := kubectl("get", "configmaps", "-l", "app=held", "--request-timeout=5s")
@@ -714,7 +686,7 @@ func TestInitializationClientGo(t *testing.T) {
 	if n := cms.unboundedInit.Load(); n != 0 {
 		t.Errorf("%d unbounded lists reached etcd while the cache initialized", n)
 	}
-	cms.release()
+	cms.Release()
 	for _, c := range cases {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,33 +28,12 @@ import (
 // list again.
 type holdingStore struct {
 	storage.Interface
-	mu        sync.Mutex
-	gate      chan struct{} // while not nil, initial lists wait for it
-	holding   atomic.Int64  // initial lists waiting now
-	initial   atomic.Int64  // initial lists (held or not)
-	gets      atomic.Int64  // gets that reached etcd
-	lists     atomic.Int64  // lists that reached etcd, other than the reflector's
-	watches   atomic.Int64
-	failWatch chan struct{}
-}
-
-// hold makes the next initial lists wait until release.
-func (s *holdingStore) hold() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.gate == nil {
-		s.gate = make(chan struct{})
-	}
-}
-
-// release lets the held initial lists (and later ones) proceed.
-func (s *holdingStore) release() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.gate != nil {
-		close(s.gate)
-		s.gate = nil
-	}
+	storagetest.Gate              // initial lists pass it
+	initial          atomic.Int64 // initial lists (held or not)
+	gets             atomic.Int64 // gets that reached etcd
+	lists            atomic.Int64 // lists that reached etcd, other than the reflector's
+	watches          atomic.Int64
+	failWatch        chan struct{}
 }
 
 // isInitialList tells the reflector's first page from other lists (the
@@ -73,17 +51,8 @@ func (s *holdingStore) GetList(ctx context.Context, scope string, opts storage.L
 	switch {
 	case isInitialList(scope, opts):
 		s.initial.Add(1)
-		s.mu.Lock()
-		gate := s.gate
-		s.mu.Unlock()
-		if gate != nil {
-			s.holding.Add(1)
-			defer s.holding.Add(-1)
-			select {
-			case <-gate:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
+		if err := s.Pass(ctx); err != nil {
+			return nil, err
 		}
 	case scope == "" && opts.Limit == listPageSize && opts.Continue != "":
 		// A later page of the reflector's list.
@@ -107,7 +76,7 @@ func (s *holdingStore) Watch(ctx context.Context, scope string, opts storage.Lis
 // waitHeld waits until the cache's initial list is held.
 func waitHeld(t *testing.T, s *holdingStore) {
 	t.Helper()
-	waitUntil(t, "holding the initial list", func() bool { return s.holding.Load() == 1 })
+	waitUntil(t, "holding the initial list", func() bool { return s.Waiting() == 1 })
 }
 
 // noWait is how fast a request must be answered while the cache
@@ -342,12 +311,12 @@ func newHeldCache(t *testing.T, ctx context.Context, wait bool) (*Cacher, *holdi
 	t.Helper()
 	hs := &holdingStore{Interface: newEtcdStore("initialization-test")}
 	createPods(t, ctx, hs.Interface, "ns", "a", 10)
-	hs.hold()
+	hs.Hold()
 	reg := prometheus.NewRegistry()
 	c := New(Config{Store: hs, Resource: "pods", IndexedFields: []string{"spec.nodeName"}, Metrics: metrics.NewStorage(reg),
 		ConsistentListFromCache: true, ConsistentGetFromCache: true, WaitWhileInitializing: wait})
 	t.Cleanup(c.Stop)
-	t.Cleanup(hs.release) // before Stop
+	t.Cleanup(hs.Release) // before Stop
 	waitHeld(t, hs)
 	return c, hs, reg
 }
@@ -397,7 +366,7 @@ func TestInitializationHeld(t *testing.T) {
 		wantTooMany(t, fmt.Sprintf("list after %v down", tc.down), err, tc.want)
 	}
 
-	hs.release()
+	hs.Release()
 	waitReady(t, c, 10*time.Second)
 	checkFromCache(t, ctx, c, hs, 10)
 	if n := hs.initial.Load(); n != 1 {
@@ -512,7 +481,7 @@ func TestInitializationWaitWhileInitializing(t *testing.T) {
 		t.Errorf("%d gets and %d lists reached etcd while waiting for the cache", g, l)
 	}
 
-	hs.release()
+	hs.Release()
 	for range len(want) {
 		select {
 		case r := <-results:
@@ -542,7 +511,7 @@ func TestReinitializationHeld(t *testing.T) {
 	c := New(Config{Store: hs, Resource: "pods", IndexedFields: []string{"spec.nodeName"}, Metrics: metrics.NewStorage(reg),
 		ConsistentListFromCache: true, ConsistentGetFromCache: true})
 	t.Cleanup(c.Stop)
-	t.Cleanup(hs.release)
+	t.Cleanup(hs.Release)
 	waitReady(t, c, 10*time.Second)
 	waitUntil(t, "watching", func() bool { return hs.watches.Load() == 1 })
 
@@ -552,7 +521,7 @@ func TestReinitializationHeld(t *testing.T) {
 	}
 	defer w.Stop()
 
-	hs.hold()
+	hs.Hold()
 	close(hs.failWatch)
 	waitHeld(t, hs)
 	// The watcher ends cleanly: the events it has, then the end.
@@ -584,7 +553,7 @@ func TestReinitializationHeld(t *testing.T) {
 		t.Errorf("%v initialization errors counted, want 1 (the broken watch)", n)
 	}
 
-	hs.release()
+	hs.Release()
 	waitReady(t, c, 10*time.Second)
 	checkFromCache(t, ctx, c, hs, 11)
 	if n := hs.initial.Load(); n != 2 {

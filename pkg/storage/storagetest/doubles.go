@@ -1,7 +1,9 @@
 package storagetest
 
 import (
+	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/watchcache/watchcache/pkg/storage"
 )
@@ -58,3 +60,52 @@ func (w *breakableWatcher) Stop() {
 	w.inner.Stop()
 	<-w.done
 }
+
+// Gate holds callers back while it is held: a test hook to keep, say, a
+// watch cache's initial list waiting. The zero value is open.
+type Gate struct {
+	mu      sync.Mutex
+	held    chan struct{} // not nil while held
+	waiting atomic.Int64
+}
+
+// Hold makes later Pass calls wait until Release.
+func (g *Gate) Hold() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held == nil {
+		g.held = make(chan struct{})
+	}
+}
+
+// Release lets the waiting calls (and later ones) pass.
+func (g *Gate) Release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held != nil {
+		close(g.held)
+		g.held = nil
+	}
+}
+
+// Pass returns at once if the gate is open, else when it is released or
+// ctx ends (then with ctx's error).
+func (g *Gate) Pass(ctx context.Context) error {
+	g.mu.Lock()
+	held := g.held
+	g.mu.Unlock()
+	if held == nil {
+		return nil
+	}
+	g.waiting.Add(1)
+	defer g.waiting.Add(-1)
+	select {
+	case <-held:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Waiting is the number of calls waiting in Pass now.
+func (g *Gate) Waiting() int64 { return g.waiting.Load() }
