@@ -1,6 +1,10 @@
 // Command watchcache serves the Kubernetes API storage layer: Kubernetes
 // REST over HTTP for kubectl and client-go, objects in etcd (embedded unless
 // --etcd-servers is given).
+//
+// Two subcommands: `watchcache bench` runs the benchmark of the watch cache
+// against etcd (see docs/bench), and `watchcache etcd` runs only the
+// embedded etcd, which the benchmark uses to run etcd in its own process.
 package main
 
 import (
@@ -33,6 +37,7 @@ func parseFlags(args []string) (app.Config, error) {
 	fs.DurationVar(&c.CompactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often to compact etcd's history (0: never)")
 	fs.StringVar(&c.BindAddress, "bind-address", "127.0.0.1", "address to serve HTTP on")
 	fs.IntVar(&c.Port, "port", 8080, "port to serve HTTP on (0: any free port)")
+	fs.BoolVar(&c.Profiling, "profiling", true, "serve Go's profiles under /debug/pprof/ (as kube-apiserver's --profiling)")
 	fs.StringVar(&c.ResourcesFile, "resources", "", "YAML file of custom resources to serve")
 	fs.BoolVar(&c.WatchCache, "watch-cache", true, "serve reads from a watch cache in front of etcd")
 	fs.DurationVar(&c.WatchCacheHistoryWindow, "watch-cache-history-window", 75*time.Second, "how far back the watch cache keeps events and snapshots for watches and exact-revision lists")
@@ -80,6 +85,10 @@ func parseFlags(args []string) (app.Config, error) {
 }
 
 func main() {
+	if len(os.Args) > 1 && (os.Args[1] == "bench" || os.Args[1] == "etcd") {
+		runSubcommand(os.Args[1], os.Args[2:])
+		return
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	cfg, err := parseFlags(os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
@@ -92,6 +101,22 @@ func main() {
 	cfg.Log = log
 	if err := run(cfg); err != nil {
 		log.Error("watchcache failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+// runSubcommand runs `watchcache bench` or `watchcache etcd` and exits.
+func runSubcommand(name string, args []string) {
+	run := runBench
+	if name == "etcd" {
+		run = runEtcd
+	}
+	err := run(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "watchcache %s: %v\n", name, err)
 		os.Exit(1)
 	}
 }

@@ -88,7 +88,9 @@ type Config struct {
 	WatchCacheHistoryWindow time.Duration
 	// MinWatchTimeout is passed to the server (0: its default).
 	MinWatchTimeout time.Duration
-	Log             *slog.Logger
+	// Profiling serves Go's profiles under /debug/pprof/ (--profiling).
+	Profiling bool
+	Log       *slog.Logger
 	// WrapStore, if not nil, wraps each resource's etcd3 store (resource as
 	// "configmaps" or "widgets.example.com") before the watch cache is put
 	// in front of it. A test hook: tests use it to hold a cache in
@@ -157,7 +159,7 @@ func Start(cfg Config) (_ *App, err error) {
 		go etcd3.NewCompactor(a.client, cfg.EtcdPrefix, cfg.CompactionInterval, cfg.Log).Run(ctx)
 	}
 	srv := server.New(server.Config{
-		Registry: registry, Stores: stores, Log: cfg.Log, MinWatchTimeout: cfg.MinWatchTimeout, Metrics: promRegistry,
+		Registry: registry, Stores: stores, Log: cfg.Log, MinWatchTimeout: cfg.MinWatchTimeout, Metrics: promRegistry, Profiling: cfg.Profiling,
 		ReadyChecks: map[string]func(context.Context) error{
 			"etcd": func(ctx context.Context) error {
 				_, err := stores[registry.Lookup("", "v1", "namespaces")].CurrentResourceVersion(ctx)

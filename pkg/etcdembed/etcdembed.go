@@ -28,6 +28,9 @@ type Config struct {
 	// ProgressNotifyInterval is the period of etcd's own watch progress
 	// notifications; 0 keeps etcd's default (10 minutes).
 	ProgressNotifyInterval time.Duration
+	// QuotaBackendBytes is the size at which etcd refuses writes; 0 keeps
+	// etcd's default (2 GiB).
+	QuotaBackendBytes int64
 	// Logger receives etcd's logs; nil discards them.
 	Logger *zap.Logger
 }
@@ -96,6 +99,7 @@ func start(cfg Config) (*Server, error) {
 		ec.WatchProgressNotifyInterval = cfg.ProgressNotifyInterval
 	}
 	ec.MaxRequestBytes = 4 * 1024 * 1024
+	ec.QuotaBackendBytes = cfg.QuotaBackendBytes
 	if cfg.Logger != nil {
 		ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(cfg.Logger)
 	} else {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"time"
 
@@ -30,6 +31,9 @@ type Config struct {
 	// client gives no timeoutSeconds (kube-apiserver: 30 minutes; a random
 	// duration up to twice it spreads reconnections).
 	MinWatchTimeout time.Duration
+	// Profiling serves Go's profiles under /debug/pprof/, as kube-apiserver
+	// does with --profiling.
+	Profiling bool
 }
 
 // Server is the HTTP handler of the API.
@@ -75,6 +79,13 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("/livez", s.serveHealth(false))
 	s.mux.HandleFunc("/readyz", s.serveHealth(true))
 	s.mux.Handle("/metrics", metricsHandler(reg))
+	if cfg.Profiling {
+		s.mux.HandleFunc("/debug/pprof/", pprof.Index)
+		s.mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		s.mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		s.mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		s.mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return s
 }
 

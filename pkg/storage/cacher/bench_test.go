@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/watchcache/watchcache/pkg/benchdata"
 	"github.com/watchcache/watchcache/pkg/storage"
 	"github.com/watchcache/watchcache/pkg/storage/etcd3"
 	"github.com/watchcache/watchcache/pkg/storage/storagetest"
@@ -38,18 +38,8 @@ var (
 	benchErr   error
 )
 
-// benchPod returns a pod of about 2.2 KB, like a small real one.
-func benchPod(i int) []byte {
-	ns, name, node := fmt.Sprintf("ns-%03d", i%benchNamespaces), fmt.Sprintf("pod-%06d", i), fmt.Sprintf("node-%04d", i%benchNodes)
-	env := make([]string, 4)
-	for j := range env {
-		env[j] = fmt.Sprintf(`{"name":"ENV_VARIABLE_%02d","value":"some-configuration-value-%02d"}`, j, j)
-	}
-	return []byte(fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":%q,"uid":"6f0c4a8e-%08d-4d1e-9f0e-2b7c5d3a1e%02d","creationTimestamp":"2026-11-01T10:00:00Z","labels":{"app":"app-%d","tier":"backend","pod-template-hash":"5d8f7c9b6"},"annotations":{"kubernetes.io/config.seen":"2026-11-01T10:00:00.000000000Z","kubernetes.io/config.source":"api"},"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"app-%d-5d8f7c9b6","uid":"1a2b3c4d-0000-4000-8000-%012d","controller":true,"blockOwnerDeletion":true}]},`+
-		`"spec":{"nodeName":%q,"restartPolicy":"Always","schedulerName":"default-scheduler","serviceAccountName":"default","terminationGracePeriodSeconds":30,"dnsPolicy":"ClusterFirst","containers":[{"name":"main","image":"registry.example.com/team/app:v1.2.3","ports":[{"containerPort":8080,"protocol":"TCP"}],"env":[%s],"resources":{"requests":{"cpu":"100m","memory":"128Mi"},"limits":{"cpu":"500m","memory":"256Mi"}},"volumeMounts":[{"name":"kube-api-access","mountPath":"/var/run/secrets/kubernetes.io/serviceaccount","readOnly":true}],"terminationMessagePath":"/dev/termination-log","imagePullPolicy":"IfNotPresent"}],"volumes":[{"name":"kube-api-access","projected":{"defaultMode":420,"sources":[{"serviceAccountToken":{"expirationSeconds":3607,"path":"token"}}]}}]},`+
-		`"status":{"phase":"Running","podIP":"10.%d.%d.%d","hostIP":"192.168.%d.%d","startTime":"2026-11-01T10:00:01Z","qosClass":"Burstable","conditions":[{"type":"Ready","status":"True","lastTransitionTime":"2026-11-01T10:00:05Z"},{"type":"ContainersReady","status":"True","lastTransitionTime":"2026-11-01T10:00:05Z"}],"containerStatuses":[{"name":"main","ready":true,"restartCount":0,"image":"registry.example.com/team/app:v1.2.3","imageID":"registry.example.com/team/app@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","containerID":"containerd://%064d","started":true,"state":{"running":{"startedAt":"2026-11-01T10:00:04Z"}}}]}}`,
-		name, ns, i, i%100, i%50, i%50, i, node, strings.Join(env, ","), i%256, (i/256)%256, i%200+1, (i/1000)%256, i%1000%250+1, i))
-}
+// benchPod returns pod i, about 2.2 KB, like a small real one.
+func benchPod(i int) []byte { return benchdata.Pod(i, benchNamespaces, benchNodes) }
 
 // benchSetup loads the pods into etcd once per process and starts a cache.
 func benchSetup(b *testing.B) (*etcd3.Store, *Cacher) {

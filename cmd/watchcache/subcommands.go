@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/watchcache/watchcache/pkg/bench"
+	"github.com/watchcache/watchcache/pkg/etcdembed"
+)
+
+// runEtcd is `watchcache etcd`: only the embedded etcd, until SIGINT or
+// SIGTERM. The benchmark runs etcd this way, in its own process.
+func runEtcd(args []string) error {
+	var cfg etcdembed.Config
+	fs := flag.NewFlagSet("watchcache etcd", flag.ContinueOnError)
+	fs.StringVar(&cfg.DataDir, "data-dir", "watchcache-data", "where etcd keeps its data")
+	fs.IntVar(&cfg.ClientPort, "etcd-client-port", 2379, "loopback port to serve clients on (0: any free port)")
+	fs.BoolVar(&cfg.UnsafeNoFsync, "unsafe-no-fsync", false, "do not fsync writes (a crash loses acknowledged writes; for benchmarks)")
+	fs.Int64Var(&cfg.QuotaBackendBytes, "quota-backend-bytes", 0, "size at which etcd refuses writes (0: etcd's default, 2 GiB)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	e, err := etcdembed.Start(cfg)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	fmt.Printf("etcd is serving on %s\n", e.Endpoint)
+	<-ctx.Done()
+	return nil
+}
+
+// parseBenchFlags parses `watchcache bench`'s flags over the defaults.
+func parseBenchFlags(args []string) (cfg bench.Config, out string, err error) {
+	cfg = bench.DefaultConfig()
+	fs := flag.NewFlagSet("watchcache bench", flag.ContinueOnError)
+	fs.StringVar(&out, "out", "", "directory to write results.json, README.md and SVG charts to (e.g. docs/bench)")
+	fs.StringVar(&cfg.WorkDir, "work-dir", "", "directory for etcd's data and the servers' logs (default: a temporary one, removed at the end)")
+	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work directory")
+	large := fs.Bool("large", false, "add collections of 100,000 objects to the LIST matrix and raise --max-list-bytes to 1 GiB unless given")
+	fs.Func("list-sizes", "comma-separated collection sizes of the LIST matrix (default 1,10,100,1000,10000)", intList(&cfg.ListSizes))
+	fs.Func("object-sizes", "comma-separated object sizes in bytes of the LIST matrix (default 5000,25000,100000)", intList(&cfg.ObjectSizes))
+	fs.Int64Var(&cfg.MaxListBytes, "max-list-bytes", cfg.MaxListBytes, "skip matrix cells whose collection holds more data than this")
+	fs.IntVar(&cfg.MatrixClients, "matrix-clients", cfg.MatrixClients, "concurrent clients per matrix cell")
+	fs.DurationVar(&cfg.CellDuration, "cell-duration", cfg.CellDuration, "how long each matrix cell runs per side")
+	fs.IntVar(&cfg.Pods, "pods", cfg.Pods, "pods of the kubelet, selector, paginated and memory scenarios")
+	fs.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "nodes the pods are spread over")
+	fs.IntVar(&cfg.Namespaces, "namespaces", cfg.Namespaces, "namespaces the pods are spread over")
+	fs.Func("kubelet-clients", "comma-separated numbers of concurrent kubelets (default 2,16)", intList(&cfg.KubeletClients))
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long each side of the kubelet and write scenarios runs")
+	fs.Float64Var(&cfg.NothingRate, "nothing-rate", cfg.NothingRate, "LISTs per second with a selector that selects nothing")
+	fs.DurationVar(&cfg.NothingDuration, "nothing-duration", cfg.NothingDuration, "how long the selector-selects-nothing load runs per side")
+	fs.IntVar(&cfg.PageLimit, "page-limit", cfg.PageLimit, "page size of the paginated pass")
+	fs.IntVar(&cfg.Passes, "passes", cfg.Passes, "paginated passes per side")
+	fs.IntVar(&cfg.Watchers, "watchers", cfg.Watchers, "watchers of the fan-out")
+	fs.IntVar(&cfg.Updates, "updates", cfg.Updates, "updates of the fan-out")
+	fs.IntVar(&cfg.FanoutObjects, "fanout-objects", cfg.FanoutObjects, "objects the fan-out updates")
+	fs.IntVar(&cfg.FanoutWriters, "fanout-writers", cfg.FanoutWriters, "concurrent writers of the fan-out")
+	fs.DurationVar(&cfg.FanoutTimeout, "fanout-timeout", cfg.FanoutTimeout, "how long each side of the fan-out may take")
+	fs.IntVar(&cfg.Writers, "writers", cfg.Writers, "concurrent writers of the write scenario")
+	if err := fs.Parse(args); err != nil {
+		return cfg, "", err
+	}
+	if fs.NArg() > 0 {
+		return cfg, "", fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if *large {
+		cfg.ListSizes = append(cfg.ListSizes, 100000)
+		if !flagGiven(fs, "max-list-bytes") {
+			cfg.MaxListBytes = 1 << 30
+		}
+	}
+	return cfg, out, cfg.Validate()
+}
+
+// intList parses a comma-separated list of positive integers into dst.
+func intList(dst *[]int) func(string) error {
+	return func(v string) error {
+		*dst = nil
+		for _, item := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(item))
+			if err != nil || n <= 0 {
+				return fmt.Errorf("%q is not a positive integer", item)
+			}
+			*dst = append(*dst, n)
+		}
+		return nil
+	}
+}
+
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// runBench is `watchcache bench`.
+func runBench(args []string) error {
+	cfg, out, err := parseBenchFlags(args)
+	if err != nil {
+		return err
+	}
+	if cfg.Executable, err = os.Executable(); err != nil {
+		return err
+	}
+	cfg.Command = "go run ./cmd/watchcache bench"
+	if len(args) > 0 {
+		cfg.Command += " " + strings.Join(args, " ")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	began := time.Now()
+	report, err := bench.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cfg.Progress, "done in %s\n", time.Since(began).Round(time.Second))
+	if out != "" {
+		return bench.WriteOut(out, report)
+	}
+	return nil
+}

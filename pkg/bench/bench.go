@@ -1,0 +1,327 @@
+// Package bench is the benchmark behind `watchcache bench`: it starts an
+// etcd and two API servers as child processes, one with the watch cache and
+// one without (--watch-cache=false), loads them with data over HTTP, and
+// measures the same workloads against both, as KEP-2340 did: consistent
+// LISTs by collection and object size, the kubelet's LIST by node, a
+// selector that selects nothing, a paginated pass, watch fan-out, cache
+// initialization and memory, and writes.
+//
+// Each server runs in its own process, so its processor time and resident
+// memory are read from the OS; while one server is measured the other is
+// paused (SIGSTOP), so they never compete for the machine's cores.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Config says what to run. DefaultConfig gives the documented defaults.
+type Config struct {
+	// Executable is the watchcache binary started for etcd and the servers;
+	// Env is added to their environment (tests use it to re-run the test
+	// binary as watchcache).
+	Executable string
+	Env        []string
+	// WorkDir holds etcd's data and the children's logs; empty makes a
+	// temporary one, removed at the end unless Keep is set.
+	WorkDir string
+	Keep    bool
+	// Command is the command line to print in the report.
+	Command string
+
+	// ListSizes × ObjectSizes is the matrix of consistent LISTs (scenario
+	// 1); a cell whose data would exceed MaxListBytes is skipped.
+	// MatrixClients clients list each cell for CellDuration.
+	ListSizes     []int
+	ObjectSizes   []int
+	MaxListBytes  int64
+	MatrixClients int
+	CellDuration  time.Duration
+
+	// Pods on Nodes nodes in Namespaces namespaces are the data of the
+	// kubelet, nothing-selector, paginated and initialization scenarios.
+	Pods, Nodes, Namespaces int
+	// KubeletClients are the numbers of concurrent kubelets listing their
+	// node's pods, each for Duration.
+	KubeletClients []int
+	// Duration is how long each side of the kubelet and write scenarios runs.
+	Duration time.Duration
+
+	// NothingRate LISTs per second with a selector matching nothing, for
+	// NothingDuration.
+	NothingRate     float64
+	NothingDuration time.Duration
+
+	// PageLimit is the page size of the paginated pass, repeated Passes times.
+	PageLimit int
+	Passes    int
+
+	// Watchers watch FanoutObjects objects while FanoutWriters writers make
+	// Updates updates; FanoutTimeout bounds the wait for every event.
+	Watchers, Updates, FanoutObjects, FanoutWriters int
+	FanoutTimeout                                   time.Duration
+
+	// Writers is the number of concurrent writers of the write scenario.
+	Writers int
+
+	// Progress receives the progress bars; Output the results, as text,
+	// scenario by scenario.
+	Progress, Output io.Writer
+}
+
+// Validate reports settings the benchmark cannot run with.
+func (c *Config) Validate() error {
+	var bad []string
+	positive := map[string]int{
+		"matrix clients": c.MatrixClients, "pods": c.Pods, "nodes": c.Nodes, "namespaces": c.Namespaces, "page limit": c.PageLimit,
+		"passes": c.Passes, "watchers": c.Watchers, "updates": c.Updates, "fan-out objects": c.FanoutObjects,
+		"fan-out writers": c.FanoutWriters, "writers": c.Writers, "list sizes": len(c.ListSizes), "object sizes": len(c.ObjectSizes),
+		"kubelet client counts": len(c.KubeletClients),
+	}
+	for name, v := range positive {
+		if v <= 0 {
+			bad = append(bad, name)
+		}
+	}
+	if c.NothingRate <= 0 || c.NothingDuration <= 0 {
+		bad = append(bad, "nothing rate and duration")
+	}
+	if c.Pods < c.Nodes || c.Pods < c.Namespaces {
+		bad = append(bad, "pods (at least one per node and namespace)")
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		return fmt.Errorf("bench: these must be positive: %s", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// DefaultConfig is what `watchcache bench` runs without flags; it takes
+// about N minutes on a 2-core machine (see docs/bench).
+func DefaultConfig() Config {
+	return Config{
+		ListSizes:       []int{1, 10, 100, 1000, 10000},
+		ObjectSizes:     []int{5000, 25000, 100000},
+		MaxListBytes:    256 << 20,
+		MatrixClients:   2,
+		CellDuration:    time.Second,
+		Pods:            50000,
+		Nodes:           1000,
+		Namespaces:      100,
+		KubeletClients:  []int{2, 16},
+		Duration:        5 * time.Second,
+		NothingRate:     1,
+		NothingDuration: 10 * time.Second,
+		PageLimit:       500,
+		Passes:          3,
+		Watchers:        1000,
+		Updates:         10000,
+		FanoutObjects:   100,
+		FanoutWriters:   16,
+		FanoutTimeout:   3 * time.Minute,
+		Writers:         16,
+		Progress:        os.Stderr,
+		Output:          os.Stdout,
+	}
+}
+
+// bench is one run: the processes, their clients and the report so far.
+type bench struct {
+	cfg    Config
+	dir    string
+	etcd   *process
+	cache  *server
+	direct *server // the server with --watch-cache=false, reading etcd
+	report *Report
+	loaded loadedData
+	bar    *progressBar
+}
+
+// server is one of the two API servers and a client of it.
+type server struct {
+	*process
+	*apiClient
+	watchCache bool
+}
+
+var (
+	etcdServing   = regexp.MustCompile(`etcd is serving on (\S+)`)
+	serverServing = regexp.MustCompile(`serving the Kubernetes API on (\S+?);`)
+)
+
+// Run runs every scenario and returns the report; scenarios' results are
+// printed to cfg.Progress as they finish.
+func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
+	b := &bench{cfg: cfg, report: &Report{Command: cfg.Command, Machine: describeMachine(), Started: time.Now()}}
+	b.bar = newProgressBar(cfg.Progress)
+	if b.dir = cfg.WorkDir; b.dir == "" {
+		if b.dir, err = os.MkdirTemp("", "watchcache-bench-"); err != nil {
+			return nil, err
+		}
+	}
+	if !cfg.Keep {
+		defer os.RemoveAll(b.dir)
+	}
+	defer b.stopAll()
+	steps := []func(context.Context) error{
+		b.startEtcdAndDirectServer,
+		b.load,
+		b.initialization,
+		b.matrix,
+		b.kubelet,
+		b.selectNothing,
+		b.paginated,
+		b.fanout,
+		b.writes,
+	}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			return nil, err
+		}
+	}
+	b.report.Setup = b.setup()
+	b.report.Elapsed = time.Since(b.report.Started)
+	return b.report, nil
+}
+
+// setup describes, for the report, what every scenario shares.
+func (b *bench) setup() []string {
+	return []string{
+		"Three processes besides the benchmark's own (which runs the clients): `watchcache etcd` (the embedded etcd " + b.report.Machine.Etcd +
+			", fsync off, as in TARGETS.md) and two API servers on it, `watchcache " + strings.Join(b.serverArgs(true), " ") +
+			"` and the same with `--watch-cache=false`; data and logs in a temporary directory.",
+		"Clients speak HTTP/1.1 and JSON over loopback, as kubectl and client-go do, and read every response to the end.",
+		"Each side of a scenario runs alone: the other server is paused (SIGSTOP) meanwhile, then resumed and given time to catch up.",
+		fmt.Sprintf("Data, loaded through the cache-off server before the cache-on one starts: %s objects, %s of JSON.",
+			FormatValue(Count, float64(b.loaded.objects)), FormatValue(Bytes, float64(b.loaded.jsonBytes))),
+	}
+}
+
+// startEtcdAndDirectServer starts etcd and the cache-off server, which
+// loads the data.
+func (b *bench) startEtcdAndDirectServer(ctx context.Context) error {
+	var err error
+	b.etcd, err = startProcess(ctx, b.dir, "etcd", b.cfg.Executable, b.cfg.Env, []string{
+		"etcd", "--data-dir", b.dir + "/etcd", "--etcd-client-port", "0", "--unsafe-no-fsync",
+		"--quota-backend-bytes", fmt.Sprint(int64(8) << 30),
+	}, etcdServing)
+	if err != nil {
+		return err
+	}
+	b.direct, err = b.startServer(ctx, false)
+	return err
+}
+
+// serverArgs are the flags both servers share besides --watch-cache.
+func (b *bench) serverArgs(watchCache bool) []string {
+	name := serverName(watchCache)
+	return []string{
+		"--etcd-servers", b.etcd.url, "--port", "0", "--data-dir", b.dir + "/" + name,
+		fmt.Sprintf("--watch-cache=%t", watchCache),
+		// Off by default upstream too; its periodic full etcd reads would
+		// land in the middle of measurements.
+		"--consistency-check-interval", "0",
+	}
+}
+
+func serverName(watchCache bool) string {
+	if watchCache {
+		return "server-cache"
+	}
+	return "server-etcd"
+}
+
+// startServer starts one API server and waits until /readyz passes.
+func (b *bench) startServer(ctx context.Context, watchCache bool) (*server, error) {
+	p, err := startProcess(ctx, b.dir, serverName(watchCache), b.cfg.Executable, b.cfg.Env, b.serverArgs(watchCache), serverServing)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{process: p, apiClient: newAPIClient(p.url), watchCache: watchCache}
+	if err := s.waitReady(ctx); err != nil {
+		p.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// waitReady polls /readyz every 5 ms until it passes.
+func (s *server) waitReady(ctx context.Context) error {
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		if _, err := s.do(ctx, "GET", "/readyz", "", nil); err == nil {
+			return nil
+		}
+		if err := s.alive(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after 5 minutes", s.name)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// stopAll stops every child process still running.
+func (b *bench) stopAll() {
+	for _, s := range []*server{b.cache, b.direct} {
+		if s != nil {
+			s.stop()
+		}
+	}
+	if b.etcd != nil {
+		b.etcd.stop()
+	}
+}
+
+// sides runs measure against each server alone: the other one is paused
+// meanwhile. Before measuring, a server that was paused is given time to
+// catch up with etcd (see settle).
+func (b *bench) sides(ctx context.Context, measure func(ctx context.Context, s *server) error) error {
+	for _, pair := range [][2]*server{{b.cache, b.direct}, {b.direct, b.cache}} {
+		s, other := pair[0], pair[1]
+		if err := other.pause(); err != nil {
+			return err
+		}
+		err := s.settle(ctx)
+		if err == nil {
+			err = measure(ctx, s)
+		}
+		if resumeErr := other.resume(); err == nil {
+			err = resumeErr
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		if err := errors.Join(s.alive(), other.alive()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settle waits until a consistent read succeeds: a cache paused while the
+// other server wrote must first catch up with etcd, and that catching up is
+// not what the next measurement is about.
+func (s *server) settle(ctx context.Context) error {
+	var err error
+	for range 20 {
+		if _, err = s.do(ctx, "GET", "/api/v1/namespaces", "", nil); err == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return err
+}

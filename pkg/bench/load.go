@@ -1,0 +1,136 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/watchcache/watchcache/pkg/benchdata"
+)
+
+// loadedData counts what was loaded before the cache-on server started:
+// the objects it will cache and their size as served (JSON).
+type loadedData struct {
+	objects   int64
+	jsonBytes int64
+}
+
+// loadWorkers is how many creates are in flight while loading.
+const loadWorkers = 32
+
+// The namespaces of the scenarios that write their own objects; the write
+// scenario has one per side, suffixed "-cache" and "-etcd".
+const (
+	fanoutNamespace = "fanout"
+	writesNamespace = "writes"
+)
+
+// matrixCell is one collection of the consistent-LIST matrix.
+type matrixCell struct {
+	count, objectSize int
+}
+
+func (c matrixCell) namespace() string { return fmt.Sprintf("matrix-%d-%d", c.objectSize, c.count) }
+
+// matrixCells returns every cell of the matrix, skipped or not.
+func (b *bench) matrixCells() []matrixCell {
+	var cells []matrixCell
+	for _, size := range b.cfg.ObjectSizes {
+		for _, count := range b.cfg.ListSizes {
+			cells = append(cells, matrixCell{count: count, objectSize: size})
+		}
+	}
+	return cells
+}
+
+// skipped says why a cell is not run, or "" if it is.
+func (b *bench) skipped(c matrixCell) string {
+	if total := int64(c.count) * int64(c.objectSize); total > b.cfg.MaxListBytes {
+		return fmt.Sprintf("%s of data is over the %s limit (--max-list-bytes)",
+			FormatValue(Bytes, float64(total)), FormatValue(Bytes, float64(b.cfg.MaxListBytes)))
+	}
+	return ""
+}
+
+// load creates every object the scenarios read, through the cache-off
+// server, before the cache-on server starts (so that its start measures
+// initialization over all of them).
+func (b *bench) load(ctx context.Context) error {
+	namespaces := []string{fanoutNamespace, writesNamespace + "-cache", writesNamespace + "-etcd"}
+	for i := range b.cfg.Namespaces {
+		namespaces = append(namespaces, benchdata.Namespace(i, b.cfg.Namespaces))
+	}
+	var cells []matrixCell
+	cellObjects := 0
+	for _, c := range b.matrixCells() {
+		if b.skipped(c) == "" {
+			cells = append(cells, c)
+			namespaces = append(namespaces, c.namespace())
+			cellObjects += c.count
+		}
+	}
+	err := b.createAll(ctx, "namespaces", len(namespaces), func(i int) (string, []byte) {
+		return "/api/v1/namespaces", fmt.Appendf(nil, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":%q}}`, namespaces[i])
+	})
+	if err != nil {
+		return err
+	}
+	err = b.createAll(ctx, "matrix config maps", cellObjects, func(i int) (string, []byte) {
+		for _, c := range cells {
+			if i < c.count {
+				ns := c.namespace()
+				return "/api/v1/namespaces/" + ns + "/configmaps", benchdata.ConfigMap(ns, fmt.Sprintf("cm-%06d", i), c.objectSize)
+			}
+			i -= c.count
+		}
+		panic("unreachable: more objects than cells hold")
+	})
+	if err != nil {
+		return err
+	}
+	err = b.createAll(ctx, "fan-out config maps", b.cfg.FanoutObjects, func(i int) (string, []byte) {
+		return "/api/v1/namespaces/" + fanoutNamespace + "/configmaps", benchdata.ConfigMap(fanoutNamespace, fmt.Sprintf("cm-%06d", i), 300)
+	})
+	if err != nil {
+		return err
+	}
+	return b.createAll(ctx, "pods", b.cfg.Pods, func(i int) (string, []byte) {
+		return "/api/v1/namespaces/" + benchdata.Namespace(i, b.cfg.Namespaces) + "/pods", benchdata.Pod(i, b.cfg.Namespaces, b.cfg.Nodes)
+	})
+}
+
+// createAll creates n objects through the cache-off server, loadWorkers at
+// a time, showing a progress bar.
+func (b *bench) createAll(ctx context.Context, label string, n int, object func(i int) (collection string, body []byte)) error {
+	b.bar.start("loading "+label, n)
+	defer b.bar.finish()
+	var next, objects, size atomic.Int64
+	var firstErr error
+	var once sync.Once
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range loadWorkers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n && ctx.Err() == nil; i = int(next.Add(1) - 1) {
+				collection, body := object(i)
+				served, err := b.direct.create(ctx, collection, body)
+				if err != nil {
+					once.Do(func() { firstErr = err; cancel() })
+					return
+				}
+				objects.Add(1)
+				size.Add(served)
+				b.bar.add(1)
+			}
+		})
+	}
+	wg.Wait()
+	b.loaded.objects += objects.Load()
+	b.loaded.jsonBytes += size.Load()
+	if firstErr != nil {
+		return fmt.Errorf("loading %s: %w", label, firstErr)
+	}
+	return ctx.Err()
+}

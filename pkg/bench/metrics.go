@@ -1,0 +1,97 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// latencyMetrics are a row's usual figures: p50, p90 and p99 latency and
+// throughput, of the cache-on and the cache-off side.
+func latencyMetrics(cache, etcd *outcome) []Metric {
+	m := percentileMetrics(cache, etcd, "p50", "p90", "p99")
+	return append(m, Metric{Name: "throughput", Unit: PerSecond, Cache: cache.throughput(), Etcd: etcd.throughput(), HigherIsBetter: true})
+}
+
+// percentiles maps the metric names percentileMetrics knows to quantiles.
+var percentiles = map[string]float64{"p50": 0.5, "p90": 0.9, "p99": 0.99, "max": 1}
+
+// percentileMetrics returns the named latency percentiles of both sides.
+func percentileMetrics(cache, etcd *outcome, names ...string) []Metric {
+	var m []Metric
+	for _, name := range names {
+		q := percentiles[name]
+		m = append(m, Metric{Name: name, Unit: Seconds, Cache: cache.latency.percentile(q).Seconds(), Etcd: etcd.latency.percentile(q).Seconds()})
+	}
+	return m
+}
+
+// failures says which operations failed, or "" if none did: a benchmark
+// whose operations fail measures something else, so the report says so.
+func failures(sides map[string]*outcome) string {
+	var notes []string
+	for _, name := range []string{"cache", "etcd"} {
+		if o := sides[name]; o != nil && o.failures > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d of %d operations failed, first: %v", name, o.failures, o.failures+o.ops, o.firstErr))
+		}
+	}
+	return strings.Join(notes, "; ")
+}
+
+// cpuUsage is the processor time the measured server and etcd used.
+type cpuUsage struct{ server, etcd float64 }
+
+// cpuDuring runs work and returns the processor time s and etcd used
+// meanwhile, read from the OS.
+func (b *bench) cpuDuring(s *server, work func() error) (cpuUsage, error) {
+	s0, err1 := s.cpuSeconds()
+	e0, err2 := b.etcd.cpuSeconds()
+	if err := errors.Join(err1, err2); err != nil {
+		return cpuUsage{}, err
+	}
+	if err := work(); err != nil {
+		return cpuUsage{}, err
+	}
+	s1, err1 := s.cpuSeconds()
+	e1, err2 := b.etcd.cpuSeconds()
+	return cpuUsage{server: s1 - s0, etcd: e1 - e0}, errors.Join(err1, err2)
+}
+
+// memory is a server's resident set and live Go heap.
+type memory struct{ resident, heap int64 }
+
+// memoryAfterGC makes s collect garbage (its heap profile with gc=1 does)
+// and reads its live heap from /metrics and its resident set from the OS.
+func (s *server) memoryAfterGC(ctx context.Context) (memory, error) {
+	if _, err := s.do(ctx, http.MethodGet, "/debug/pprof/heap?gc=1", "", nil); err != nil {
+		return memory{}, err
+	}
+	time.Sleep(time.Second) // let the runtime return freed pages to the OS
+	heap, err := s.scrape(ctx, "go_memstats_heap_alloc_bytes")
+	if err != nil {
+		return memory{}, err
+	}
+	rss, err := s.residentBytes()
+	return memory{resident: rss, heap: int64(heap)}, err
+}
+
+// scrape returns the value of an unlabelled metric from /metrics.
+func (s *server) scrape(ctx context.Context, name string) (float64, error) {
+	resp, err := s.send(ctx, http.MethodGet, "/metrics", "", nil)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	for lines.Scan() {
+		if value, ok := strings.CutPrefix(lines.Text(), name+" "); ok {
+			return strconv.ParseFloat(value, 64)
+		}
+	}
+	return 0, fmt.Errorf("%s: no metric %s", s.name, name)
+}

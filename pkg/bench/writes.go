@@ -1,0 +1,209 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/watchcache/watchcache/pkg/benchdata"
+)
+
+// fanoutSide is what one side of the watch fan-out measured.
+type fanoutSide struct {
+	delivery  outcome // one operation per event received
+	eventRate float64 // events received per second, all watchers together
+	short     int     // watchers that did not receive every update
+}
+
+// fanout has every watcher watch the fan-out namespace while writers update
+// its objects: how fast and how late each event reaches all watchers.
+func (b *bench) fanout(ctx context.Context) error {
+	sides := map[string]*fanoutSide{}
+	err := b.sides(ctx, func(ctx context.Context, s *server) error {
+		var err error
+		sides[s.side()], err = b.fanoutOn(ctx, s)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	cache, etcd := sides["cache"], sides["etcd"]
+	row := Row{Label: fmt.Sprintf("%s watchers", FormatValue(Count, float64(b.cfg.Watchers))), Metrics: append(
+		[]Metric{{Name: "events per second", Unit: PerSecond, Cache: cache.eventRate, Etcd: etcd.eventRate, HigherIsBetter: true}},
+		percentileMetrics(&cache.delivery, &etcd.delivery, "p50", "p99")...)}
+	for _, name := range []string{"cache", "etcd"} {
+		if short := sides[name].short; short > 0 {
+			row.Incomplete += fmt.Sprintf("%s: %d watchers did not receive every event (ended early or past the %s deadline). ", name, short, b.cfg.FanoutTimeout)
+		}
+	}
+	return b.finish(Scenario{
+		ID:    "fanout",
+		Title: "Watch fan-out",
+		Workload: fmt.Sprintf("%s watchers of one namespace's %d config maps; %d writers make %s updates as fast as they can (merge patches). "+
+			"Latency is from the start of an update's request to each watcher's receipt of its event; events per second counts every watcher's events, "+
+			"from the first update to the last event received.",
+			FormatValue(Count, float64(b.cfg.Watchers)), b.cfg.FanoutObjects, b.cfg.FanoutWriters, FormatValue(Count, float64(b.cfg.Updates))),
+		Rows: []Row{row},
+	})
+}
+
+// fanoutOn runs the fan-out against one server.
+func (b *bench) fanoutOn(ctx context.Context, s *server) (*fanoutSide, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.FanoutTimeout)
+	defer cancel()
+	collection := "/api/v1/namespaces/" + fanoutNamespace + "/configmaps"
+	var list listMeta
+	if err := s.getJSON(ctx, collection+"?limit=1", &list); err != nil {
+		return nil, err
+	}
+	streams := make([]io.ReadCloser, b.cfg.Watchers)
+	defer func() {
+		for _, st := range streams {
+			if st != nil {
+				st.Close()
+			}
+		}
+	}()
+	for i := range streams {
+		resp, err := s.send(ctx, http.MethodGet, collection+"?watch=1&resourceVersion="+list.Metadata.ResourceVersion, "", nil)
+		if err != nil {
+			return nil, err
+		}
+		streams[i] = resp.Body
+	}
+	parts := make([]watcherReceipts, len(streams))
+	var wg sync.WaitGroup
+	for i, st := range streams {
+		wg.Go(func() {
+			parts[i] = receiveUpdates(st, b.cfg.Updates)
+			if parts[i].received < b.cfg.Updates {
+				cancel() // stop the writers: this watcher ended early
+			}
+		})
+	}
+	began := time.Now()
+	writes := closedLoop(ctx, b.cfg.FanoutWriters, forCount(b.cfg.Updates), func(ctx context.Context, _, i int) error {
+		return stampedPatch(ctx, s, fanoutNamespace, b.cfg.FanoutObjects, i)
+	})
+	wg.Wait()
+	if writes.failures > 0 && ctx.Err() == nil {
+		return nil, fmt.Errorf("updates failed: %v", writes.firstErr)
+	}
+	total := &fanoutSide{}
+	var last time.Time
+	for _, p := range parts {
+		total.delivery.merge(&p.latency)
+		if p.received < b.cfg.Updates {
+			total.short++
+		}
+		if p.last.After(last) {
+			last = p.last
+		}
+	}
+	total.eventRate = float64(total.delivery.ops) / last.Sub(began).Seconds()
+	return total, nil
+}
+
+// watcherReceipts is what one watcher of the fan-out received.
+type watcherReceipts struct {
+	latency  outcome
+	received int
+	last     time.Time
+}
+
+// updateStamp precedes the time, in Unix nanoseconds, at which the update
+// an event reports was sent (see stampedPatch).
+var updateStamp = []byte(`"sent":"`)
+
+// receiveUpdates reads a watch stream's events until it has n updates
+// stamped by stampedPatch or the stream ends, recording each one's latency.
+func receiveUpdates(stream io.Reader, n int) watcherReceipts {
+	var r watcherReceipts
+	lines := bufio.NewReaderSize(stream, 64<<10)
+	for r.received < n {
+		line, err := lines.ReadSlice('\n')
+		if err != nil {
+			return r
+		}
+		_, rest, ok := bytes.Cut(line, updateStamp)
+		if !ok {
+			continue
+		}
+		digits, _, _ := bytes.Cut(rest, []byte(`"`))
+		sent, err := strconv.ParseInt(string(digits), 10, 64)
+		r.last = time.Now()
+		r.latency.add(r.last.Sub(time.Unix(0, sent)), err)
+		r.received++
+	}
+	return r
+}
+
+// stampedPatch updates object i%objects of a namespace with a merge patch
+// stamped with the time it is sent.
+func stampedPatch(ctx context.Context, s *server, namespace string, objects, i int) error {
+	path := fmt.Sprintf("/api/v1/namespaces/%s/configmaps/cm-%06d", namespace, i%objects)
+	patch := fmt.Appendf(nil, `{"data":{"sent":"%d"}}`, time.Now().UnixNano())
+	_, err := s.do(ctx, http.MethodPatch, path, "application/merge-patch+json", patch)
+	return err
+}
+
+// writes measures what the cache costs writers: creates, then merge-patch
+// updates of the created objects, each for the configured duration.
+func (b *bench) writes(ctx context.Context) error {
+	type phase struct {
+		outcomes map[string]*outcome
+		cpu      map[string]cpuUsage
+	}
+	create, update := phase{map[string]*outcome{}, map[string]cpuUsage{}}, phase{map[string]*outcome{}, map[string]cpuUsage{}}
+	err := b.sides(ctx, func(ctx context.Context, s *server) error {
+		side := s.side()
+		collection := "/api/v1/namespaces/" + writesNamespace + "-" + side + "/configmaps"
+		name := func(client, i int) string { return fmt.Sprintf("w%03d-%06d", client, i) }
+		var err error
+		create.cpu[side], err = b.cpuDuring(s, func() error {
+			create.outcomes[side] = closedLoop(ctx, b.cfg.Writers, forDuration(b.cfg.Writers, b.cfg.Duration, 1), func(ctx context.Context, client, i int) error {
+				_, err := s.create(ctx, collection, benchdata.ConfigMap(writesNamespace+"-"+side, name(client, i), 1000))
+				return err
+			})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		// Every writer created at least one object (forDuration's minimum);
+		// each updates its own, round robin.
+		created := create.outcomes[side].opsByClient
+		update.cpu[side], err = b.cpuDuring(s, func() error {
+			update.outcomes[side] = closedLoop(ctx, b.cfg.Writers, forDuration(b.cfg.Writers, b.cfg.Duration, 1), func(ctx context.Context, client, i int) error {
+				patch := fmt.Appendf(nil, `{"data":{"update":"%d"}}`, i)
+				_, err := s.do(ctx, http.MethodPatch, collection+"/"+name(client, i%created[client]), "application/merge-patch+json", patch)
+				return err
+			})
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	row := func(label string, p phase) Row {
+		perWrite := func(side string, used float64) float64 { return used / float64(max(p.outcomes[side].ops, 1)) }
+		return Row{Label: label, Incomplete: failures(p.outcomes), Metrics: append(latencyMetrics(p.outcomes["cache"], p.outcomes["etcd"]),
+			Metric{Name: "server CPU per write", Unit: CPUSeconds, Cache: perWrite("cache", p.cpu["cache"].server), Etcd: perWrite("etcd", p.cpu["etcd"].server)},
+			Metric{Name: "etcd CPU per write", Unit: CPUSeconds, Cache: perWrite("cache", p.cpu["cache"].etcd), Etcd: perWrite("etcd", p.cpu["etcd"].etcd)})}
+	}
+	return b.finish(Scenario{
+		ID:    "writes",
+		Title: "Writes: what the cache costs writers",
+		Workload: fmt.Sprintf("%d writers in a closed loop create 1 KB config maps for %s per side, then update them with merge patches for %s. "+
+			"The cache-on server also feeds every write to its watch cache; CPU is per successful write, from /proc.",
+			b.cfg.Writers, b.cfg.Duration, b.cfg.Duration),
+		Rows: []Row{row("create", create), row("update (merge patch)", update)},
+	})
+}
