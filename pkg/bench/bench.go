@@ -167,6 +167,9 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 			return nil, err
 		}
 	}
+	if err := os.MkdirAll(b.dir, 0o700); err != nil {
+		return nil, err
+	}
 	if !cfg.Keep {
 		defer os.RemoveAll(b.dir)
 	}
