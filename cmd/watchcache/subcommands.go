@@ -49,7 +49,7 @@ func parseBenchFlags(args []string) (cfg bench.Config, out string, err error) {
 	fs.StringVar(&out, "out", "", "directory to write results.json, README.md and SVG charts to (e.g. docs/bench)")
 	fs.StringVar(&cfg.WorkDir, "work-dir", "", "directory for etcd's data and the servers' logs (default: a temporary one, removed at the end)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work directory")
-	large := fs.Bool("large", false, "add collections of 100,000 objects to the LIST matrix and raise --max-list-bytes to 1 GiB unless given")
+	large := fs.Bool("large", false, "add collections of 100,000 objects to the LIST matrix and raise --max-list-bytes to 600 MB unless given")
 	fs.Func("list-sizes", "comma-separated collection sizes of the LIST matrix (default 1,10,100,1000,10000)", intList(&cfg.ListSizes))
 	fs.Func("object-sizes", "comma-separated object sizes in bytes of the LIST matrix (default 5000,25000,100000)", intList(&cfg.ObjectSizes))
 	fs.Int64Var(&cfg.MaxListBytes, "max-list-bytes", cfg.MaxListBytes, "skip matrix cells whose collection holds more data than this")
@@ -79,7 +79,7 @@ func parseBenchFlags(args []string) (cfg bench.Config, out string, err error) {
 	if *large {
 		cfg.ListSizes = append(cfg.ListSizes, 100000)
 		if !flagGiven(fs, "max-list-bytes") {
-			cfg.MaxListBytes = 1 << 30
+			cfg.MaxListBytes = 600e6
 		}
 	}
 	return cfg, out, cfg.Validate()

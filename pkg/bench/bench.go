@@ -110,7 +110,7 @@ func DefaultConfig() Config {
 	return Config{
 		ListSizes:       []int{1, 10, 100, 1000, 10000},
 		ObjectSizes:     []int{5000, 25000, 100000},
-		MaxListBytes:    256 << 20,
+		MaxListBytes:    250e6,
 		MatrixClients:   2,
 		CellDuration:    time.Second,
 		Pods:            50000,
@@ -142,6 +142,7 @@ type bench struct {
 	direct *server // the server with --watch-cache=false, reading etcd
 	report *Report
 	loaded loadedData
+	cases  int // calls of sides so far
 	bar    *progressBar
 }
 
@@ -199,10 +200,12 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 func (b *bench) setup() []string {
 	return []string{
 		"Three processes besides the benchmark's own (which runs the clients): `watchcache etcd` (the embedded etcd " + b.report.Machine.Etcd +
-			", fsync off, as in TARGETS.md) and two API servers on it, `watchcache " + strings.Join(b.serverArgs(true), " ") +
-			"` and the same with `--watch-cache=false`; data and logs in a temporary directory.",
+			", fsync off, as in TARGETS.md) and two API servers on it, `watchcache " + strings.Join(serverArgs("<etcd>", "<dir>", true), " ") +
+			"` and the same with `--watch-cache=false`.",
 		"Clients speak HTTP/1.1 and JSON over loopback, as kubectl and client-go do, and read every response to the end.",
-		"Each side of a scenario runs alone: the other server is paused (SIGSTOP) meanwhile, then resumed and given time to catch up.",
+		"Each side of a scenario runs alone: the other server is paused (SIGSTOP) meanwhile, then resumed and given time to catch up. " +
+			"Which side runs first alternates from one case to the next, so that neither always finds the machine warmer.",
+		"CPU figures are the processes' whole processor time over a run (from /proc), idle work such as etcd's heartbeats included, divided by the requests.",
 		fmt.Sprintf("Data, loaded through the cache-off server before the cache-on one starts: %s objects, %s of JSON.",
 			FormatValue(Count, float64(b.loaded.objects)), FormatValue(Bytes, float64(b.loaded.jsonBytes))),
 	}
@@ -223,11 +226,11 @@ func (b *bench) startEtcdAndDirectServer(ctx context.Context) error {
 	return err
 }
 
-// serverArgs are the flags both servers share besides --watch-cache.
-func (b *bench) serverArgs(watchCache bool) []string {
-	name := serverName(watchCache)
+// serverArgs are a server's flags: they differ only in --watch-cache (and
+// where each keeps its kubeconfig).
+func serverArgs(etcdURL, dataDir string, watchCache bool) []string {
 	return []string{
-		"--etcd-servers", b.etcd.url, "--port", "0", "--data-dir", b.dir + "/" + name,
+		"--etcd-servers", etcdURL, "--port", "0", "--data-dir", dataDir,
 		fmt.Sprintf("--watch-cache=%t", watchCache),
 		// Off by default upstream too; its periodic full etcd reads would
 		// land in the middle of measurements.
@@ -244,7 +247,8 @@ func serverName(watchCache bool) string {
 
 // startServer starts one API server and waits until /readyz passes.
 func (b *bench) startServer(ctx context.Context, watchCache bool) (*server, error) {
-	p, err := startProcess(ctx, b.dir, serverName(watchCache), b.cfg.Executable, b.cfg.Env, b.serverArgs(watchCache), serverServing)
+	p, err := startProcess(ctx, b.dir, serverName(watchCache), b.cfg.Executable, b.cfg.Env,
+		serverArgs(b.etcd.url, b.dir+"/"+serverName(watchCache), watchCache), serverServing)
 	if err != nil {
 		return nil, err
 	}
@@ -291,9 +295,14 @@ func (b *bench) stopAll() {
 
 // sides runs measure against each server alone: the other one is paused
 // meanwhile. Before measuring, a server that was paused is given time to
-// catch up with etcd (see settle).
+// catch up with etcd (see settle). The cache-on server goes first on odd
+// calls, the cache-off one on even calls.
 func (b *bench) sides(ctx context.Context, measure func(ctx context.Context, s *server) error) error {
-	for _, pair := range [][2]*server{{b.cache, b.direct}, {b.direct, b.cache}} {
+	order := [][2]*server{{b.cache, b.direct}, {b.direct, b.cache}}
+	if b.cases++; b.cases%2 == 0 {
+		order[0], order[1] = order[1], order[0]
+	}
+	for _, pair := range order {
 		s, other := pair[0], pair[1]
 		if err := other.pause(); err != nil {
 			return err
