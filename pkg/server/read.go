@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/object"
@@ -89,11 +90,23 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *request, sto
 			if ev.Type == storage.EventError {
 				return
 			}
-			if len(events) == 0 && flusher != nil {
+			if flusher != nil && drained(events) {
 				flusher.Flush()
 			}
 		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+// drained reports whether a watch has no event waiting. If none is, it
+// first yields the processor once: under a burst, the dispatcher queues more
+// events meanwhile and one write then carries several of them, instead of a
+// system call per event per watcher; when idle, the yield returns at once.
+func drained(events <-chan storage.Event) bool {
+	if len(events) > 0 {
+		return false
+	}
+	runtime.Gosched()
+	return len(events) == 0
 }
