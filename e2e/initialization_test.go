@@ -20,6 +20,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/app"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
+	"github.com/watchcache/watchcache/pkg/storage/cacher"
 	"github.com/watchcache/watchcache/pkg/storage/storagetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,10 +31,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
-
-// cachePageSize is the limit of the watch cache's own paged list from etcd
-// (cacher.listPageSize): lists with it at scope "" are the cache's.
-const cachePageSize = 10000
 
 // initHook is the test hook of a second server (app.Config.WrapStore): it
 // wraps each resource's etcd3 store in an initStore, which can hold the
@@ -70,7 +67,7 @@ func (h *initHook) store(resource string) *initStore {
 }
 
 // initStore is a resource's etcd3 store seen through the hook. While held,
-// the first page of the watch cache's list (scope "", limit cachePageSize,
+// the first page of the watch cache's list (cacher.IsReflectorList,
 // no continue) waits until release; every other read passes and is
 // counted. When failWatch is closed, the cache's first watch fails (an
 // ERROR event), so that the cache initializes again.
@@ -114,7 +111,7 @@ func (s *initStore) Get(ctx context.Context, key string, opts storage.GetOptions
 }
 
 func (s *initStore) GetList(ctx context.Context, scope string, opts storage.ListOptions) (*storage.List, error) {
-	cachePage := scope == "" && opts.Limit == cachePageSize && opts.ResourceVersion == "" && !opts.Filtered()
+	cachePage := cacher.IsReflectorList(ctx)
 	switch {
 	case cachePage && opts.Continue == "":
 		s.initial.Add(1)

@@ -20,8 +20,8 @@ import (
 
 // holdingStore is the test hook of these tests: a storage.Interface double
 // over a real etcd3 store that can hold the cache in initialization. While
-// held, the first page of the reflector's list (scope "", Limit
-// listPageSize, no continue) blocks until the test releases it; every other
+// held, the first page of the reflector's list blocks until the test
+// releases it; every other
 // read passes through, and gets and lists are counted (the reflector's
 // pages are not). When failWatch is set, the first watch fails once
 // failWatch is closed (as in compaction_test.go), which makes the cache
@@ -36,11 +36,6 @@ type holdingStore struct {
 	failWatch        chan struct{}
 }
 
-// isInitialList tells the reflector's first page from other lists (the
-// tests never list with limit listPageSize).
-func isInitialList(scope string, opts storage.ListOptions) bool {
-	return scope == "" && opts.Limit == listPageSize && opts.Continue == "" && opts.ResourceVersion == "" && !opts.Filtered()
-}
 
 func (s *holdingStore) Get(ctx context.Context, key string, opts storage.GetOptions) (*object.Object, error) {
 	s.gets.Add(1)
@@ -49,12 +44,12 @@ func (s *holdingStore) Get(ctx context.Context, key string, opts storage.GetOpti
 
 func (s *holdingStore) GetList(ctx context.Context, scope string, opts storage.ListOptions) (*storage.List, error) {
 	switch {
-	case isInitialList(scope, opts):
+	case IsReflectorList(ctx) && opts.Continue == "":
 		s.initial.Add(1)
 		if err := s.Pass(ctx); err != nil {
 			return nil, err
 		}
-	case scope == "" && opts.Limit == listPageSize && opts.Continue != "":
+	case IsReflectorList(ctx):
 		// A later page of the reflector's list.
 	default:
 		s.lists.Add(1)
