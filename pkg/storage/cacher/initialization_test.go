@@ -36,7 +36,6 @@ type holdingStore struct {
 	failWatch        chan struct{}
 }
 
-
 func (s *holdingStore) Get(ctx context.Context, key string, opts storage.GetOptions) (*object.Object, error) {
 	s.gets.Add(1)
 	return s.Interface.Get(ctx, key, opts)
