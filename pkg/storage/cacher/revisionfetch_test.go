@@ -170,9 +170,10 @@ func rfServedBy(t *testing.T, fetch *rfFetch, fail bool, reads ...<-chan rfResul
 	}
 }
 
-// TestRevisionFetchSharing: reads that arrive while a fetch runs do not
-// use it: they share the next fetch, which starts when it ends; at most
-// one fetch is in flight; with no read waiting, no fetch runs.
+// TestRevisionFetchSharing: a read starts its own fetch while fewer than
+// maxFetchesInFlight run; reads that arrive while that many run do not use
+// them: they share the next fetch, which starts when one ends; with no read
+// waiting, no fetch runs.
 func TestRevisionFetchSharing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newRFFake()
@@ -181,39 +182,43 @@ func TestRevisionFetchSharing(t *testing.T) {
 
 		r1 := f.read(ctx, rf)
 		f1 := rfNextFetch(t, f)
-		r2, r3, r4 := f.read(ctx, rf), f.read(ctx, rf), f.read(ctx, rf)
-		rfNoFetch(t, f, "while a fetch is in flight")
+		r2 := f.read(ctx, rf) // a second slot: its own fetch at once
+		f2 := rfNextFetch(t, f)
+		r3, r4 := f.read(ctx, rf), f.read(ctx, rf)
+		rfNoFetch(t, f, "while two fetches are in flight")
 		rfPending(t, r1, r2, r3, r4)
 
 		f1.release <- false
 		rfServedBy(t, f1, false, r1)
-		rfPending(t, r2, r3, r4) // they must not take f1's result
-		f2 := rfNextFetch(t, f)
-		r5 := f.read(ctx, rf) // arrives while f2 runs: the fetch after
-		rfNoFetch(t, f, "while the second fetch is in flight")
+		rfPending(t, r2, r3, r4) // r3 and r4 must not take f1's result
+		f3 := rfNextFetch(t, f)
+		r5 := f.read(ctx, rf) // arrives while f2 and f3 run: the fetch after
+		rfNoFetch(t, f, "while two fetches are in flight again")
 		rfPending(t, r2, r3, r4, r5)
 
 		f2.release <- false
-		rfServedBy(t, f2, false, r2, r3, r4)
-		f3 := rfNextFetch(t, f)
+		rfServedBy(t, f2, false, r2)
+		f4 := rfNextFetch(t, f)
 		f3.release <- false
-		rfServedBy(t, f3, false, r5)
+		rfServedBy(t, f3, false, r3, r4)
+		f4.release <- false
+		rfServedBy(t, f4, false, r5)
 		rfNoFetch(t, f, "with no read waiting")
 
 		// Idle again: a read starts a fetch at once.
 		r6 := f.read(ctx, rf)
-		f4 := rfNextFetch(t, f)
-		f4.release <- false
-		rfServedBy(t, f4, false, r6)
+		f5 := rfNextFetch(t, f)
+		f5.release <- false
+		rfServedBy(t, f5, false, r6)
 
-		if got, want := rf.fetches.Load(), int64(4); got != want {
+		if got, want := rf.fetches.Load(), int64(5); got != want {
 			t.Errorf("%d fetches, want %d", got, want)
 		}
 		if got, want := rf.reads.Load(), int64(6); got != want {
 			t.Errorf("%d reads counted, want %d", got, want)
 		}
-		if m := f.maxInFlight.Load(); m != 1 {
-			t.Errorf("%d fetches in flight at once, want 1", m)
+		if m := f.maxInFlight.Load(); m != maxFetchesInFlight {
+			t.Errorf("%d fetches in flight at once, want %d", m, maxFetchesInFlight)
 		}
 	})
 }
@@ -228,22 +233,20 @@ func TestRevisionFetchErrors(t *testing.T) {
 
 		r1 := f.read(ctx, rf)
 		f1 := rfNextFetch(t, f)
-		r2, r3 := f.read(ctx, rf), f.read(ctx, rf)
-		rfPending(t, r1, r2, r3)
+		r2 := f.read(ctx, rf)
+		f2 := rfNextFetch(t, f)
+		r3, r4 := f.read(ctx, rf), f.read(ctx, rf) // they join the next fetch
+		rfPending(t, r1, r2, r3, r4)
 		f1.release <- false
 		rfServedBy(t, f1, false, r1)
-		rfPending(t, r2, r3)
-
-		f2 := rfNextFetch(t, f)
-		r4 := f.read(ctx, rf)
 		rfPending(t, r2, r3, r4)
-		f2.release <- true
-		rfServedBy(t, f2, true, r2, r3)
 
 		f3 := rfNextFetch(t, f)
-		rfPending(t, r4)
-		f3.release <- false
-		rfServedBy(t, f3, false, r4)
+		f3.release <- true
+		rfServedBy(t, f3, true, r3, r4)
+		rfPending(t, r2)
+		f2.release <- false
+		rfServedBy(t, f2, false, r2)
 
 		// After a failure, the next read fetches afresh.
 		r5 := f.read(ctx, rf)
@@ -264,30 +267,34 @@ func TestRevisionFetchCancel(t *testing.T) {
 		cctx1, cancel1 := context.WithCancel(ctx)
 		r1 := f.read(cctx1, rf)
 		f1 := rfNextFetch(t, f)
-		cctx2, cancel2 := context.WithCancel(ctx)
-		r2 := f.read(cctx2, rf) // joins the next fetch
-		r3 := f.read(ctx, rf)   // joins the next fetch too
-		rfPending(t, r1, r2, r3)
+		r2 := f.read(ctx, rf) // its own fetch: the second slot
+		f2 := rfNextFetch(t, f)
+		cctx3, cancel3 := context.WithCancel(ctx)
+		r3 := f.read(cctx3, rf) // joins the next fetch
+		r4 := f.read(ctx, rf)   // joins the next fetch too
+		rfPending(t, r1, r2, r3, r4)
 		cancel1()
-		cancel2()
-		for i, r := range []<-chan rfResult{r1, r2} {
+		cancel3()
+		for i, r := range []<-chan rfResult{r1, r3} {
 			if res := rfReturned(t, r); !errors.Is(res.err, context.Canceled) {
 				t.Fatalf("cancelled read %d got %+v, want context.Canceled", i, res)
 			}
 		}
-		rfPending(t, r3)
+		rfPending(t, r2, r4)
 		f1.release <- false
-		f2 := rfNextFetch(t, f)
+		f3 := rfNextFetch(t, f)
+		f3.release <- false
+		rfServedBy(t, f3, false, r4)
 		f2.release <- false
-		rfServedBy(t, f2, false, r3)
+		rfServedBy(t, f2, false, r2)
 	})
 }
 
 // TestRevisionFetchConcurrent runs many reads at once against fetches that
 // take a little while and sometimes fail: every read gets the result of a
 // fetch that started after it began, each fetch's result (value or error)
-// reaches only the reads that joined it, at most one fetch runs at a time,
-// and fetches are shared.
+// reaches only the reads that joined it, at most maxFetchesInFlight run at
+// a time, and fetches are shared.
 func TestRevisionFetchConcurrent(t *testing.T) {
 	f := newRFFake()
 	f.auto = func(start int64) bool {
@@ -318,8 +325,8 @@ func TestRevisionFetchConcurrent(t *testing.T) {
 		}
 		perFetch[by]++
 	}
-	if m := f.maxInFlight.Load(); m != 1 {
-		t.Errorf("%d fetches in flight at once, want 1", m)
+	if m := f.maxInFlight.Load(); m > maxFetchesInFlight {
+		t.Errorf("%d fetches in flight at once, want at most %d", m, maxFetchesInFlight)
 	}
 	fetches, reads := rf.fetches.Load(), rf.reads.Load()
 	if reads != readers*readsEach || int64(len(perFetch)) > fetches {
