@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,9 +11,12 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/watchcache/watchcache/pkg/app"
+	"github.com/watchcache/watchcache/pkg/storage"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -758,5 +762,80 @@ func TestHTTPWatchError(t *testing.T) {
 			t.Errorf("ERROR event: %s", first)
 		}
 		return
+	}
+}
+
+// TestHTTPCreateInNewNamespace: an object can be created in a namespace
+// right after the namespace's creation was acknowledged, although the
+// namespace check reads the watch cache first, which here sees namespaces
+// 200 ms late (the check then reads consistently); and not in a namespace
+// that does not exist.
+func TestHTTPCreateInNewNamespace(t *testing.T) {
+	a := startWrappedServer(t, app.Config{}, func(resource string, s storage.Interface) storage.Interface {
+		if resource == "namespaces" {
+			return lateWatches{s}
+		}
+		return s
+	})
+	for i := range 3 {
+		ns := fmt.Sprintf("fresh-%d", i)
+		initExpect(t, a, "POST", "/api/v1/namespaces", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+ns+`"}}`), http.StatusCreated)
+		initExpect(t, a, "POST", "/api/v1/namespaces/"+ns+"/configmaps", initConfigMap("cm", nil), http.StatusCreated)
+	}
+	initExpect(t, a, "POST", "/api/v1/namespaces/never-created/configmaps", initConfigMap("cm", nil), http.StatusNotFound)
+}
+
+// watchLag is how late lateWatches delivers events.
+const watchLag = 200 * time.Millisecond
+
+// lateWatches is a store whose watches deliver every event watchLag after
+// etcd's, as a cache behind etcd would see them.
+type lateWatches struct{ storage.Interface }
+
+func (s lateWatches) Watch(ctx context.Context, scope string, opts storage.ListOptions) (storage.Watcher, error) {
+	w, err := s.Interface.Watch(ctx, scope, opts)
+	if err != nil {
+		return nil, err
+	}
+	late := &lateWatcher{Watcher: w, events: make(chan storage.Event), stopped: make(chan struct{})}
+	go late.forward()
+	return late, nil
+}
+
+type lateWatcher struct {
+	storage.Watcher
+	events   chan storage.Event
+	stopped  chan struct{}
+	stopOnce sync.Once
+}
+
+func (w *lateWatcher) ResultChan() <-chan storage.Event { return w.events }
+
+func (w *lateWatcher) Stop() {
+	w.stopOnce.Do(func() { close(w.stopped) })
+	w.Watcher.Stop()
+}
+
+// forward delivers each event watchLag after it arrived.
+func (w *lateWatcher) forward() {
+	type stamped struct {
+		ev storage.Event
+		at time.Time
+	}
+	queue := make(chan stamped, 10000)
+	go func() {
+		defer close(queue)
+		for ev := range w.Watcher.ResultChan() {
+			queue <- stamped{ev, time.Now()}
+		}
+	}()
+	defer close(w.events)
+	for s := range queue {
+		time.Sleep(time.Until(s.at.Add(watchLag)))
+		select {
+		case w.events <- s.ev:
+		case <-w.stopped:
+			return
+		}
 	}
 }

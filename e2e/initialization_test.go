@@ -148,6 +148,24 @@ func (s *initStore) Watch(ctx context.Context, scope string, opts storage.ListOp
 // get the values of the shared server.
 func startInitServer(t testing.TB, cfg app.Config, hook *initHook) *app.App {
 	t.Helper()
+	a := startWrappedServer(t, cfg, hook.wrap)
+	// Held lists end with the server's context; release them anyway, before
+	// the server closes (cleanups run last registered first).
+	t.Cleanup(func() {
+		hook.mu.Lock()
+		for _, s := range hook.stores {
+			s.Release()
+		}
+		hook.mu.Unlock()
+	})
+	return a
+}
+
+// startWrappedServer starts a second server whose etcd3 stores go through
+// wrap (app.Config.WrapStore); cfg's zero fields get the values of the
+// shared server.
+func startWrappedServer(t testing.TB, cfg app.Config, wrap func(resource string, s storage.Interface) storage.Interface) *app.App {
+	t.Helper()
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
 	}
@@ -162,18 +180,12 @@ func startInitServer(t testing.TB, cfg app.Config, hook *initHook) *app.App {
 		cfg.EtcdProgressNotifyInterval = 200 * time.Millisecond
 	}
 	cfg.Log = slog.New(slog.DiscardHandler)
-	cfg.WrapStore = hook.wrap
+	cfg.WrapStore = wrap
 	a, err := app.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		// Held lists end with the server's context; release them anyway.
-		hook.mu.Lock()
-		for _, s := range hook.stores {
-			s.Release()
-		}
-		hook.mu.Unlock()
 		if err := a.Close(); err != nil {
 			t.Errorf("closing the second server: %v", err)
 		}

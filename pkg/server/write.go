@@ -74,10 +74,19 @@ func isGenerated(body []byte) bool {
 	return meta.Metadata.Name == "" && meta.Metadata.GenerateName != ""
 }
 
-// requireNamespace fails with NotFound unless the namespace exists (read
-// consistently, so a namespace created just before is seen).
+// requireNamespace fails with NotFound unless the namespace exists. Like
+// kube-apiserver's NamespaceLifecycle admission (an informer, then a live
+// lookup on a miss), it reads at any resourceVersion first, which the watch
+// cache answers from memory, and reads consistently only if that misses, so
+// that a namespace created just before is seen. A consistent read first
+// would cost every create an etcd round trip and progress notifications
+// for the namespaces' cache, which sees no writes while objects are created.
 func (s *Server) requireNamespace(ctx context.Context, namespace string) error {
-	_, err := s.stores[s.namespaces].Get(ctx, namespace, storage.GetOptions{})
+	store := s.stores[s.namespaces]
+	_, err := store.Get(ctx, namespace, storage.GetOptions{ResourceVersion: "0"})
+	if storage.CodeOf(err) == storage.ErrNotFound {
+		_, err = store.Get(ctx, namespace, storage.GetOptions{})
+	}
 	return err
 }
 
