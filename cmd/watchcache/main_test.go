@@ -37,3 +37,26 @@ func TestParseFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestParseBenchFlags(t *testing.T) {
+	cfg, out, err := parseBenchFlags(nil)
+	if err != nil || out != "" || len(cfg.ListSizes) != 5 || cfg.MaxListBytes != 250e6 || cfg.Pods != 50000 || cfg.Watchers != 1000 {
+		t.Fatalf("defaults: %+v, %q, %v", cfg, out, err)
+	}
+	cfg, out, err = parseBenchFlags([]string{"--large", "--out", "docs/bench", "--object-sizes", "1000, 2000"})
+	if err != nil || out != "docs/bench" || cfg.ListSizes[len(cfg.ListSizes)-1] != 100000 || cfg.MaxListBytes != 600e6 ||
+		len(cfg.ObjectSizes) != 2 || cfg.ObjectSizes[1] != 2000 {
+		t.Fatalf("--large: %+v, %q, %v", cfg, out, err)
+	}
+	if cfg, _, err = parseBenchFlags([]string{"--large", "--max-list-bytes", "1000"}); err != nil || cfg.MaxListBytes != 1000 {
+		t.Fatalf("--max-list-bytes given with --large: %d, %v", cfg.MaxListBytes, err)
+	}
+	for _, bad := range [][]string{
+		{"--list-sizes", "10,x"}, {"--object-sizes", "0"}, {"--pods", "0"}, {"--watchers", "-1"},
+		{"--nodes", "100", "--pods", "10"}, {"--nothing-rate", "0"}, {"extra"},
+	} {
+		if _, _, err := parseBenchFlags(bad); err == nil {
+			t.Errorf("parseBenchFlags(%v) succeeded", bad)
+		}
+	}
+}

@@ -88,18 +88,18 @@ func (c *Config) Validate() error {
 	}
 	for name, v := range positive {
 		if v <= 0 {
-			bad = append(bad, name)
+			bad = append(bad, name+" must be positive")
 		}
 	}
 	if c.NothingRate <= 0 || c.NothingDuration <= 0 {
-		bad = append(bad, "nothing rate and duration")
+		bad = append(bad, "the nothing-selector rate and duration must be positive")
 	}
 	if c.Pods < c.Nodes || c.Pods < c.Namespaces {
-		bad = append(bad, "pods (at least one per node and namespace)")
+		bad = append(bad, "pods must be at least as many as nodes and namespaces")
 	}
 	if len(bad) > 0 {
 		slices.Sort(bad)
-		return fmt.Errorf("bench: these must be positive: %s", strings.Join(bad, ", "))
+		return fmt.Errorf("bench: %s", strings.Join(bad, "; "))
 	}
 	return nil
 }
