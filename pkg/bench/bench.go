@@ -99,7 +99,7 @@ func (c *Config) Validate() error {
 	}
 	if len(bad) > 0 {
 		slices.Sort(bad)
-		return fmt.Errorf("bench: %s", strings.Join(bad, "; "))
+		return errors.New(strings.Join(bad, "; "))
 	}
 	return nil
 }
