@@ -27,7 +27,10 @@ const (
 	loadNamespaces = 100
 	loadGroups     = 10
 	// loadMaxAnswer bounds the time to the answer (the response's status
-	// line; a 429 is an answer) of every request.
+	// line; a 429 is an answer) of every request that was in flight when
+	// the cache became ready: one that waited for the cache is answered only
+	// then, so this is what tells waiting from a slow answer on a loaded
+	// machine (every answer's time is logged).
 	loadMaxAnswer = time.Second
 	// loadHeld is how long the cache's list is held after the clients start.
 	loadHeld = 2 * time.Second
@@ -89,6 +92,7 @@ func loadEtcd(t *testing.T, client *clientv3.Client, n int) {
 type loadStats struct {
 	mu       sync.Mutex
 	answers  []time.Duration
+	spans    []loadSpan
 	max      time.Duration
 	slowest  string
 	byKind   map[string]map[int]int // client kind → status → count
@@ -96,10 +100,17 @@ type loadStats struct {
 	failures []string
 }
 
-func (s *loadStats) record(kind, what string, code int, took time.Duration) {
+// loadSpan is when a request was sent and answered.
+type loadSpan struct {
+	what           string
+	sent, answered time.Time
+}
+
+func (s *loadStats) record(kind, what string, code int, sent time.Time, took time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.answers = append(s.answers, took)
+	s.spans = append(s.spans, loadSpan{fmt.Sprintf("%s (%d)", what, code), sent, sent.Add(took)})
 	if took >= s.max {
 		s.max = took
 		s.slowest = fmt.Sprintf("%s (%d) in %v", what, code, took)
@@ -145,7 +156,7 @@ func (c *loadClient) do(ctx context.Context, path string) *http.Response {
 		}
 		return nil
 	}
-	c.stats.record(c.kind, path, resp.StatusCode, took)
+	c.stats.record(c.kind, path, resp.StatusCode, start, took)
 	return resp
 }
 
@@ -215,7 +226,8 @@ func loadItems(data []byte) ([]string, string, error) {
 // clients start (watches and lists with label and field selectors, which
 // get 429s until the cache is ready; gets and lists with a limit, which
 // etcd serves), and the cache is released two seconds later. No request
-// waits longer than a second for its answer, etcd receives no unbounded
+// waits for the cache (none in flight when it becomes ready took more than
+// a second; the slowest answer of all is logged), etcd receives no unbounded
 // list while the cache initializes, and every client's view syncs after
 // the release: lists return the selected objects, watches deliver them and
 // then a new object.
@@ -453,8 +465,11 @@ func TestInitializationLoad(t *testing.T) {
 	}
 	t.Logf("etcd while the cache initialized: %d gets, %d bounded lists, %d unbounded lists; after: %d bounded, %d unbounded lists; %d etcd watches; cache lists: %d",
 		initGets, initBounded, initUnbounded, cms.boundedLater.Load(), cms.unboundedLater.Load(), cms.watches.Load(), cms.initial.Load())
-	if maxAnswer > loadMaxAnswer {
-		t.Errorf("a request waited %v for its answer (%s), want at most %v", maxAnswer, stats.slowest, loadMaxAnswer)
+	ready := released.Add(listed)
+	for _, span := range stats.spans {
+		if took := span.answered.Sub(span.sent); span.sent.Before(ready) && span.answered.After(ready) && took > loadMaxAnswer {
+			t.Errorf("a request in flight when the cache became ready took %v (%s), want at most %v: did it wait for the cache?", took, span.what, loadMaxAnswer)
+		}
 	}
 	if initUnbounded != 0 {
 		t.Errorf("%d unbounded lists reached etcd while the cache initialized", initUnbounded)
