@@ -43,6 +43,11 @@ func startProcess(ctx context.Context, dir, name, exe string, env, args []string
 	p.cmd = exec.Command(exe, args...)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stderr = logFile
+	// If the benchmark dies without stopping its children (SIGKILL, a
+	// crash), the kernel ends them too, rather than leaving an etcd and two
+	// servers running. (It fires when the thread that started the child
+	// exits; the Go runtime does not end threads that are not locked.)
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
