@@ -158,11 +158,13 @@ var (
 	serverServing = regexp.MustCompile(`serving the Kubernetes API on (\S+?);`)
 )
 
-// Run runs every scenario and returns the report; scenarios' results are
-// printed to cfg.Progress as they finish.
-func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
+// Run runs every scenario and returns the report; each scenario's results
+// are printed to cfg.Output as it finishes. It stops every child process
+// before it returns.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
 	b := &bench{cfg: cfg, report: &Report{Command: cfg.Command, Machine: describeMachine(), Started: time.Now()}}
 	b.bar = newProgressBar(cfg.Progress)
+	var err error
 	if b.dir = cfg.WorkDir; b.dir == "" {
 		if b.dir, err = os.MkdirTemp("", "watchcache-bench-"); err != nil {
 			return nil, err
