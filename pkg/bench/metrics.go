@@ -46,6 +46,16 @@ func failures(sides map[string]*outcome) string {
 // cpuUsage is the processor time the measured server and etcd used.
 type cpuUsage struct{ server, etcd float64 }
 
+// cpuMetrics are the server's and etcd's processor time per successful
+// operation ("server CPU per <op>", "etcd CPU per <op>") of both sides.
+func cpuMetrics(op string, cpu map[string]cpuUsage, sides map[string]*outcome) []Metric {
+	per := func(side string, used float64) float64 { return used / float64(max(sides[side].ops, 1)) }
+	return []Metric{
+		{Name: "server CPU per " + op, Unit: CPUSeconds, Cache: per("cache", cpu["cache"].server), Etcd: per("etcd", cpu["etcd"].server)},
+		{Name: "etcd CPU per " + op, Unit: CPUSeconds, Cache: per("cache", cpu["cache"].etcd), Etcd: per("etcd", cpu["etcd"].etcd)},
+	}
+}
+
 // cpuDuring runs work and returns the processor time s and etcd used
 // meanwhile, read from the OS.
 func (b *bench) cpuDuring(s *server, work func() error) (cpuUsage, error) {

@@ -180,14 +180,7 @@ func (b *bench) selectNothing(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	perRequest := func(side string, used func(cpuUsage) float64) float64 {
-		return used(cpu[side]) / float64(max(sides[side].ops, 1))
-	}
-	metrics := append(percentileMetrics(sides["cache"], sides["etcd"], "p50", "p90", "p99"),
-		Metric{Name: "server CPU per request", Unit: CPUSeconds,
-			Cache: perRequest("cache", func(u cpuUsage) float64 { return u.server }), Etcd: perRequest("etcd", func(u cpuUsage) float64 { return u.server })},
-		Metric{Name: "etcd CPU per request", Unit: CPUSeconds,
-			Cache: perRequest("cache", func(u cpuUsage) float64 { return u.etcd }), Etcd: perRequest("etcd", func(u cpuUsage) float64 { return u.etcd })})
+	metrics := append(percentileMetrics(sides["cache"], sides["etcd"], "p50", "p90", "p99"), cpuMetrics("request", cpu, sides)...)
 	return b.finish(Scenario{
 		ID:    "select-nothing",
 		Title: "A selector that selects nothing",

@@ -193,10 +193,8 @@ func (b *bench) writes(ctx context.Context) error {
 		return err
 	}
 	row := func(label string, p phase) Row {
-		perWrite := func(side string, used float64) float64 { return used / float64(max(p.outcomes[side].ops, 1)) }
-		return Row{Label: label, Incomplete: failures(p.outcomes), Metrics: append(latencyMetrics(p.outcomes["cache"], p.outcomes["etcd"]),
-			Metric{Name: "server CPU per write", Unit: CPUSeconds, Cache: perWrite("cache", p.cpu["cache"].server), Etcd: perWrite("etcd", p.cpu["etcd"].server)},
-			Metric{Name: "etcd CPU per write", Unit: CPUSeconds, Cache: perWrite("cache", p.cpu["cache"].etcd), Etcd: perWrite("etcd", p.cpu["etcd"].etcd)})}
+		return Row{Label: label, Incomplete: failures(p.outcomes),
+			Metrics: append(latencyMetrics(p.outcomes["cache"], p.outcomes["etcd"]), cpuMetrics("write", p.cpu, p.outcomes)...)}
 	}
 	return b.finish(Scenario{
 		ID:    "writes",
