@@ -73,10 +73,10 @@ func (c *apiClient) create(ctx context.Context, collection string, object []byte
 	return c.do(ctx, http.MethodPost, collection, "application/json", object)
 }
 
-// listMeta is the part of a list response the benchmark reads.
+// listMeta is the part of a list response the benchmark decodes (the
+// paginated pass finds continue tokens without decoding; see continueToken).
 type listMeta struct {
 	Metadata struct {
 		ResourceVersion string `json:"resourceVersion"`
-		Continue        string `json:"continue"`
 	} `json:"metadata"`
 }
