@@ -2,7 +2,12 @@ package resource
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 )
+
+// rbac is the group of the RBAC kinds, which the authorizer reads from
+// their watch caches.
+const rbac = "rbac.authorization.k8s.io"
 
 // Builtins returns the built-in core/v1 resources, fresh on each call.
 func Builtins() []*Resource {
@@ -26,5 +31,15 @@ func Builtins() []*Resource {
 				"involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
 				"involvedObject.fieldPath", "reason", "reportingComponent", "source.component", "type"},
 			StrategicMergeType: corev1.Event{}},
+		{Version: "v1", Kind: "ServiceAccount", Plural: "serviceaccounts", Singular: "serviceaccount", ShortNames: []string{"sa"},
+			Namespaced: true, StrategicMergeType: corev1.ServiceAccount{}},
+		{Group: rbac, Version: "v1", Kind: "Role", Plural: "roles", Singular: "role", Namespaced: true,
+			StrategicMergeType: rbacv1.Role{}},
+		{Group: rbac, Version: "v1", Kind: "RoleBinding", Plural: "rolebindings", Singular: "rolebinding", Namespaced: true,
+			StrategicMergeType: rbacv1.RoleBinding{}},
+		{Group: rbac, Version: "v1", Kind: "ClusterRole", Plural: "clusterroles", Singular: "clusterrole",
+			StrategicMergeType: rbacv1.ClusterRole{}},
+		{Group: rbac, Version: "v1", Kind: "ClusterRoleBinding", Plural: "clusterrolebindings", Singular: "clusterrolebinding",
+			StrategicMergeType: rbacv1.ClusterRoleBinding{}},
 	}
 }
