@@ -55,7 +55,9 @@ type Authorizer interface {
 type Func func(ctx context.Context, a Attributes) (Decision, string, error)
 
 // Authorize implements Authorizer.
-func (f Func) Authorize(ctx context.Context, a Attributes) (Decision, string, error) { return f(ctx, a) }
+func (f Func) Authorize(ctx context.Context, a Attributes) (Decision, string, error) {
+	return f(ctx, a)
+}
 
 // AlwaysAllow allows everything (--authorization-mode AlwaysAllow).
 var AlwaysAllow Authorizer = Func(func(context.Context, Attributes) (Decision, string, error) {
