@@ -1,6 +1,8 @@
 package resource
 
 import (
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 )
@@ -8,6 +10,12 @@ import (
 // rbac is the group of the RBAC kinds, which the authorizer reads from
 // their watch caches.
 const rbac = "rbac.authorization.k8s.io"
+
+// The groups of the reviews, which are answered, never stored.
+const (
+	authorization  = "authorization.k8s.io"
+	authentication = "authentication.k8s.io"
+)
 
 // Builtins returns the built-in core/v1 resources, fresh on each call.
 func Builtins() []*Resource {
@@ -32,7 +40,8 @@ func Builtins() []*Resource {
 				"involvedObject.fieldPath", "reason", "reportingComponent", "source.component", "type"},
 			StrategicMergeType: corev1.Event{}},
 		{Version: "v1", Kind: "ServiceAccount", Plural: "serviceaccounts", Singular: "serviceaccount", ShortNames: []string{"sa"},
-			Namespaced: true, StrategicMergeType: corev1.ServiceAccount{}},
+			Namespaced: true, StrategicMergeType: corev1.ServiceAccount{},
+			Subresources: []Subresource{{Name: "token", Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}}},
 		{Group: rbac, Version: "v1", Kind: "Role", Plural: "roles", Singular: "role", Namespaced: true,
 			StrategicMergeType: rbacv1.Role{}},
 		{Group: rbac, Version: "v1", Kind: "RoleBinding", Plural: "rolebindings", Singular: "rolebinding", Namespaced: true,
@@ -41,5 +50,17 @@ func Builtins() []*Resource {
 			StrategicMergeType: rbacv1.ClusterRole{}},
 		{Group: rbac, Version: "v1", Kind: "ClusterRoleBinding", Plural: "clusterrolebindings", Singular: "clusterrolebinding",
 			StrategicMergeType: rbacv1.ClusterRoleBinding{}},
+		{Group: authorization, Version: "v1", Kind: "SelfSubjectAccessReview", Plural: "selfsubjectaccessreviews", CreateOnly: true,
+			StrategicMergeType: authorizationv1.SelfSubjectAccessReview{}},
+		{Group: authorization, Version: "v1", Kind: "SelfSubjectRulesReview", Plural: "selfsubjectrulesreviews", CreateOnly: true,
+			StrategicMergeType: authorizationv1.SelfSubjectRulesReview{}},
+		{Group: authorization, Version: "v1", Kind: "SubjectAccessReview", Plural: "subjectaccessreviews", CreateOnly: true,
+			StrategicMergeType: authorizationv1.SubjectAccessReview{}},
+		{Group: authorization, Version: "v1", Kind: "LocalSubjectAccessReview", Plural: "localsubjectaccessreviews", CreateOnly: true,
+			Namespaced: true, StrategicMergeType: authorizationv1.LocalSubjectAccessReview{}},
+		{Group: authentication, Version: "v1", Kind: "TokenReview", Plural: "tokenreviews", CreateOnly: true,
+			StrategicMergeType: authenticationv1.TokenReview{}},
+		{Group: authentication, Version: "v1", Kind: "SelfSubjectReview", Plural: "selfsubjectreviews", CreateOnly: true,
+			StrategicMergeType: authenticationv1.SelfSubjectReview{}},
 	}
 }

@@ -28,12 +28,45 @@ type Resource struct {
 	// IndexedFields are the selectable fields the watch cache indexes.
 	IndexedFields []string `json:"indexedFields,omitempty"`
 
+	// CreateOnly marks a resource that is never stored: a POST of it is
+	// answered by an action (the reviews of authorization.k8s.io and
+	// authentication.k8s.io). It has no store and no other verb.
+	CreateOnly bool `json:"-"`
+	// Subresources are the resource's subresources answered by actions
+	// (serviceaccounts/token), for routing and discovery.
+	Subresources []Subresource `json:"-"`
+
 	// StrategicMergeType is a value of the kind's Go type from k8s.io/api,
 	// for strategic merge patch; nil for custom resources.
 	StrategicMergeType any `json:"-"`
 
 	schema *object.Schema
 }
+
+// Subresource is a subresource answered by an action: a POST of an object
+// of its own kind, possibly of another group (serviceaccounts/token takes
+// an authentication.k8s.io/v1 TokenRequest).
+type Subresource struct {
+	Name    string
+	Group   string
+	Version string
+	Kind    string
+}
+
+// Subresource finds a subresource by name; nil if the resource has none
+// of that name.
+func (r *Resource) Subresource(name string) *Subresource {
+	for i := range r.Subresources {
+		if r.Subresources[i].Name == name {
+			return &r.Subresources[i]
+		}
+	}
+	return nil
+}
+
+// Stored reports whether the resource's objects live in etcd (false for
+// create-only resources such as reviews).
+func (r *Resource) Stored() bool { return !r.CreateOnly }
 
 // GroupVersion is the apiVersion of the resource's objects ("v1",
 // "example.com/v1").

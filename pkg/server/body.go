@@ -39,11 +39,10 @@ func mediaType(r *http.Request) string {
 	return mt
 }
 
-// readJSONBody reads an object body as JSON: JSON as is, protobuf
-// (built-in kinds only) converted; other media types are 415.
-func readJSONBody(r *http.Request, res *resource.Resource) ([]byte, *apiError) {
+// readJSONBody reads an object body of the given kind as JSON: JSON as
+// is, protobuf (built-in kinds only) converted; other media types are 415.
+func readJSONBody(r *http.Request, kind string, builtin bool) ([]byte, *apiError) {
 	mt := mediaType(r)
-	builtin := res.StrategicMergeType != nil
 	if mt != "application/json" && mt != "" && (mt != protobufType || !builtin) {
 		accepted := "application/json"
 		if builtin {
@@ -56,7 +55,7 @@ func readJSONBody(r *http.Request, res *resource.Resource) ([]byte, *apiError) {
 	if aerr != nil || mt != protobufType {
 		return body, aerr
 	}
-	return protobufToJSON(body, res.Kind)
+	return protobufToJSON(body, kind)
 }
 
 // fieldValidation is the fieldValidation query parameter.

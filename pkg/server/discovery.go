@@ -29,6 +29,9 @@ func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) {
 // resourceVerbs are the verbs every resource supports.
 var resourceVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 
+// createVerb is the one verb of reviews and action subresources.
+var createVerb = metav1.Verbs{"create"}
+
 // serveDiscovery serves the classic (unaggregated) discovery documents.
 // kubectl asks for aggregated discovery first; a plain application/json
 // answer makes it fall back to these.
@@ -95,17 +98,25 @@ func (s *Server) resourceList(groupVersion string) *metav1.APIResourceList {
 	}
 	for _, res := range s.registry.InGroupVersion(groupVersion) {
 		list.APIResources = append(list.APIResources, apiResource(res))
+		for _, sub := range res.Subresources {
+			list.APIResources = append(list.APIResources, metav1.APIResource{Name: res.Plural + "/" + sub.Name,
+				Namespaced: res.Namespaced, Group: sub.Group, Version: sub.Version, Kind: sub.Kind, Verbs: createVerb})
+		}
 	}
 	return list
 }
 
 func apiResource(res *resource.Resource) metav1.APIResource {
+	verbs := resourceVerbs
+	if !res.Stored() {
+		verbs = createVerb
+	}
 	return metav1.APIResource{
 		Name:         res.Plural,
 		SingularName: res.Singular,
 		Namespaced:   res.Namespaced,
 		Kind:         res.Kind,
-		Verbs:        resourceVerbs,
+		Verbs:        verbs,
 		ShortNames:   res.ShortNames,
 	}
 }

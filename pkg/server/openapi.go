@@ -141,6 +141,10 @@ func groupVersionDocument(resources []*resource.Resource) map[string]any {
 		"description": "The body of a PATCH request, in the format its Content-Type names."}
 	paths := map[string]any{}
 	for _, res := range resources {
+		if !res.Stored() {
+			kindSchemas(&sg, res) // its kind is known; its path is a POST answered by an action
+			continue
+		}
 		addResourcePaths(paths, &sg, res)
 	}
 	return map[string]any{

@@ -44,7 +44,7 @@ func TestOpenAPIV3(t *testing.T) {
 		} `json:"paths"`
 	}
 	w := openAPIGet(t, s, "/openapi/v3")
-	if err := json.Unmarshal(w.Body.Bytes(), &index); err != nil || len(index.Paths) != 2 {
+	if err := json.Unmarshal(w.Body.Bytes(), &index); err != nil || len(index.Paths) != len(reg.Groups())+1 {
 		t.Fatalf("/openapi/v3: %v %s", err, w.Body)
 	}
 	type gvk struct{ Group, Version, Kind string }
@@ -85,6 +85,9 @@ func TestOpenAPIV3(t *testing.T) {
 		}
 	}
 	for _, res := range reg.All() {
+		if !res.Stored() {
+			continue // no paths but a POST answered by an action
+		}
 		key := "api/v1"
 		if res.Group != "" {
 			key = "apis/" + res.GroupVersion()

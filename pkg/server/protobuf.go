@@ -3,7 +3,10 @@ package server
 import (
 	"encoding/json"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -14,13 +17,16 @@ import (
 // built-in kinds.
 const protobufType = "application/vnd.kubernetes.protobuf"
 
-// protobufDecoder decodes protobuf bodies of the built-in core/v1 kinds
-// and of meta/v1 options. Responses are always JSON, which every client
+// protobufDecoder decodes protobuf bodies of the built-in kinds (core/v1,
+// RBAC, reviews, TokenRequest) and of meta/v1 options. Responses are always JSON, which every client
 // accepts.
 var protobufDecoder = func() runtime.Decoder {
 	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		panic(err)
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, rbacv1.AddToScheme,
+		authenticationv1.AddToScheme, authorizationv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			panic(err)
+		}
 	}
 	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
 	return serializer.NewCodecFactory(scheme).UniversalDeserializer()

@@ -34,6 +34,18 @@ type Config struct {
 	// Profiling serves Go's profiles under /debug/pprof/, as kube-apiserver
 	// does with --profiling.
 	Profiling bool
+	// Actions answer POSTs of create-only resources and action subresources,
+	// by ActionKey.
+	Actions map[string]Action
+	// AdmitWrite, if not nil, is asked before an object is stored by a
+	// create, update or patch, with its final JSON; an error refuses the
+	// write (RBAC's escalation check). The requesting user is in ctx.
+	AdmitWrite func(ctx context.Context, res *resource.Resource, namespace string, obj []byte) error
+	// AfterWrite, if not nil, is called when a write has succeeded, before
+	// the response is written, with the write's resourceVersion: the RBAC
+	// authorizer waits there until it has the change, so that a binding
+	// applies as soon as its write returns.
+	AfterWrite func(ctx context.Context, res *resource.Resource, rv uint64)
 }
 
 // Server is the HTTP handler of the API.
@@ -47,6 +59,9 @@ type Server struct {
 	minWatch   time.Duration
 	mux        *http.ServeMux
 	openapi    *openAPIDocs
+	actions    map[string]Action
+	admitWrite func(ctx context.Context, res *resource.Resource, namespace string, obj []byte) error
+	afterWrite func(ctx context.Context, res *resource.Resource, rv uint64)
 }
 
 // New builds a Server.
@@ -60,6 +75,9 @@ func New(cfg Config) *Server {
 		minWatch:   cfg.MinWatchTimeout,
 		mux:        http.NewServeMux(),
 		openapi:    buildOpenAPI(cfg.Registry),
+		actions:    cfg.Actions,
+		admitWrite: cfg.AdmitWrite,
+		afterWrite: cfg.AfterWrite,
 	}
 	if s.minWatch == 0 {
 		s.minWatch = 30 * time.Minute
@@ -126,6 +144,10 @@ func isDiscoveryPath(path string) bool {
 }
 
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *request) {
+	if req.subresource != "" || !req.res.Stored() {
+		s.serveAction(w, r, req)
+		return
+	}
 	store := s.stores[req.res]
 	switch req.verb {
 	case "get":

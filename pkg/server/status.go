@@ -9,6 +9,7 @@ import (
 
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -52,6 +53,12 @@ func toAPIError(err error, res *resource.Resource, name string) *apiError {
 	var ae *apiError
 	if errors.As(err, &ae) {
 		return ae
+	}
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		status := st.Status()
+		status.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+		return &apiError{status: status}
 	}
 	var se *storage.Error
 	if !errors.As(err, &se) {

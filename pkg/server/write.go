@@ -44,6 +44,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request, st
 			return
 		}
 		data, err := json.Marshal(obj)
+		if err == nil {
+			err = s.admit(r.Context(), req, data)
+		}
 		if err != nil {
 			writeError(w, err, req.res, name)
 			return
@@ -57,6 +60,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request, st
 			writeError(w, err, req.res, name)
 			return
 		}
+		s.written(r.Context(), req, created)
 		writeRaw(w, http.StatusCreated, created.JSON())
 		return
 	}
@@ -109,12 +113,13 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *request, st
 		if err := kjson.UnmarshalCaseSensitivePreserveInts(body, &obj); err != nil {
 			return nil, badRequest("the request body is not a JSON object: %v", err)
 		}
-		return prepareUpdate(obj, req, cur)
+		return s.prepareAdmittedUpdate(r.Context(), obj, req, cur)
 	}, nil)
 	if err != nil {
 		writeError(w, err, req.res, req.name)
 		return
 	}
+	s.written(r.Context(), req, updated)
 	writeRaw(w, http.StatusOK, updated.JSON())
 }
 
@@ -153,12 +158,13 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request, sto
 		if aerr != nil {
 			return nil, aerr
 		}
-		return prepareUpdate(obj, req, cur)
+		return s.prepareAdmittedUpdate(r.Context(), obj, req, cur)
 	}, nil)
 	if err != nil {
 		writeError(w, err, req.res, req.name)
 		return
 	}
+	s.written(r.Context(), req, updated)
 	writeRaw(w, http.StatusOK, updated.JSON())
 }
 
@@ -191,6 +197,30 @@ func prepareUpdate(obj map[string]any, req *request, cur *object.Object) ([]byte
 	return json.Marshal(obj)
 }
 
+// prepareAdmittedUpdate is prepareUpdate followed by the write's admission.
+func (s *Server) prepareAdmittedUpdate(ctx context.Context, obj map[string]any, req *request, cur *object.Object) ([]byte, error) {
+	data, err := prepareUpdate(obj, req, cur)
+	if err != nil {
+		return nil, err
+	}
+	return data, s.admit(ctx, req, data)
+}
+
+// admit asks Config.AdmitWrite, if any, about the bytes a write stores.
+func (s *Server) admit(ctx context.Context, req *request, data []byte) error {
+	if s.admitWrite == nil {
+		return nil
+	}
+	return s.admitWrite(ctx, req.res, req.namespace, data)
+}
+
+// written tells Config.AfterWrite, if any, that a write of obj succeeded.
+func (s *Server) written(ctx context.Context, req *request, obj *object.Object) {
+	if s.afterWrite != nil {
+		s.afterWrite(ctx, req.res, obj.ResourceVersion())
+	}
+}
+
 // creationTimestamp reads an object's metadata.creationTimestamp.
 func creationTimestamp(obj *object.Object) string {
 	var meta struct {
@@ -215,6 +245,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *request, st
 		writeError(w, err, req.res, req.name)
 		return
 	}
+	s.written(r.Context(), req, deleted)
 	if req.res == s.namespaces {
 		// The namespace is gone first, so that nothing new is created in it
 		// (creates check it exists); then its contents follow.
@@ -229,7 +260,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *request, st
 // deleteNamespaceContents deletes every object in a namespace.
 func (s *Server) deleteNamespaceContents(ctx context.Context, namespace string) error {
 	for _, res := range s.registry.All() {
-		if !res.Namespaced {
+		if !res.Namespaced || !res.Stored() {
 			continue
 		}
 		if _, err := deleteAll(ctx, s.stores[res], namespace+"/", storage.ListOptions{}); err != nil {
@@ -253,6 +284,9 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *r
 	if err != nil {
 		writeError(w, err, req.res, "")
 		return
+	}
+	if s.afterWrite != nil {
+		s.afterWrite(r.Context(), req.res, deleted.ResourceVersion)
 	}
 	writeList(w, req.res.ListKind(), req.res.GroupVersion(), deleted)
 }
@@ -287,7 +321,7 @@ func readObjectBody(r *http.Request, res *resource.Resource) ([]byte, fieldValid
 	if aerr != nil {
 		return nil, "", aerr
 	}
-	body, aerr := readJSONBody(r, res)
+	body, aerr := readJSONBody(r, res.Kind, res.StrategicMergeType != nil)
 	return body, mode, aerr
 }
 
