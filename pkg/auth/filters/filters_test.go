@@ -57,7 +57,7 @@ func TestAuthorizationForbidden(t *testing.T) {
 	}
 	reached = false
 	cases := map[string]string{
-		"/api/v1/namespaces/ns/secrets/s": `secrets "s" is forbidden: User "alice" cannot get resource "secrets" in API group "" in the namespace "ns"`,
+		"/api/v1/namespaces/ns/secrets/s":                 `secrets "s" is forbidden: User "alice" cannot get resource "secrets" in API group "" in the namespace "ns"`,
 		"/apis/rbac.authorization.k8s.io/v1/clusterroles": `clusterroles.rbac.authorization.k8s.io is forbidden: User "alice" cannot list resource "clusterroles" in API group "rbac.authorization.k8s.io" at the cluster scope`,
 		"/metrics": `forbidden: User "alice" cannot get path "/metrics"`,
 	}
