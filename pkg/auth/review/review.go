@@ -38,7 +38,7 @@ type Reviewer struct {
 	Authorizer authorizer.Authorizer
 	// Rules may be nil (authorization modes other than RBAC): rules reviews
 	// then answer incomplete with no rules.
-	Rules RulesResolver
+	Rules  RulesResolver
 	Tokens TokenAuthenticator
 }
 
