@@ -1,0 +1,63 @@
+package server
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/watchcache/watchcache/pkg/resource"
+)
+
+// Action answers a POST that stores nothing of its own: a review
+// (SelfSubjectAccessReview, TokenReview, ...) or an action subresource
+// (serviceaccounts/token). body is the request's object as JSON, its kind
+// checked. The result is written as JSON with 201 Created, as
+// kube-apiserver answers creates; an error is written as its Status
+// (apimachinery StatusErrors keep their code, reason and causes).
+type Action func(ctx context.Context, req ActionRequest) (any, error)
+
+// ActionRequest is what an Action is asked.
+type ActionRequest struct {
+	// Namespace and Name are from the path (Name: the object whose
+	// subresource is posted to).
+	Namespace, Name string
+	Body            []byte
+}
+
+// ActionKey names an action in Config.Actions: the resource as
+// "selfsubjectaccessreviews.authorization.k8s.io", or "serviceaccounts/token"
+// for a subresource.
+func ActionKey(res *resource.Resource, subresource string) string {
+	if subresource == "" {
+		return res.String()
+	}
+	return res.String() + "/" + subresource
+}
+
+// serveAction answers a POST of a create-only resource or of an action
+// subresource.
+func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, req *request) {
+	action := s.actions[ActionKey(req.res, req.subresource)]
+	if req.verb != "create" || action == nil {
+		writeError(w, newAPIError(http.StatusMethodNotAllowed, "MethodNotAllowed", "the server does not allow this method on the requested resource"), req.res, req.name)
+		return
+	}
+	kind := req.res.Kind
+	if sub := req.res.Subresource(req.subresource); sub != nil {
+		kind = sub.Kind
+	}
+	body, aerr := readJSONBody(r, kind, true) // every action's kind is built in
+	if aerr != nil {
+		writeError(w, aerr, req.res, req.name)
+		return
+	}
+	if dryRunAsked(r) {
+		writeError(w, errDryRun, req.res, req.name)
+		return
+	}
+	out, err := action(r.Context(), ActionRequest{Namespace: req.namespace, Name: req.name, Body: body})
+	if err != nil {
+		writeError(w, err, req.res, req.name)
+		return
+	}
+	writeJSON(w, http.StatusCreated, out)
+}
