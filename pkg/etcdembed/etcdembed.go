@@ -1,8 +1,15 @@
 // Package etcdembed runs an etcd server inside the current process, on
 // loopback, for the watchcache binary and for tests.
+//
+// It has no peer listener: a single member never talks to a peer, so its
+// peer URL is only advertised (raft needs one in the member list) and
+// nothing listens on it. Clients are served over TLS when ClientTLS names a
+// certificate, and then, with ClientTLS.ClientCertAuth, only to clients
+// whose certificate the trusted CA signed.
 package etcdembed
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +18,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
@@ -33,13 +41,27 @@ type Config struct {
 	QuotaBackendBytes int64
 	// Logger receives etcd's logs; nil discards them.
 	Logger *zap.Logger
+	// ClientTLS, when its CertFile is set, serves clients over HTTPS (etcd's
+	// --cert-file, --key-file, --trusted-ca-file, --client-cert-auth).
+	// NewClient then connects with ClientCert.
+	ClientTLS transport.TLSInfo
+	// ClientCert is the client certificate NewClient presents (with
+	// ClientTLS.TrustedCAFile to verify the server); used only with
+	// ClientTLS.
+	ClientCert, ClientKey string
+	// PeerTLS is etcd's peer TLS (--peer-cert-file and the others). It is
+	// passed on to etcd, though the one member has no peer to talk to.
+	PeerTLS transport.TLSInfo
 }
 
 // Server is a running embedded etcd.
 type Server struct {
 	etcd *embed.Etcd
-	// Endpoint is the client URL, e.g. http://127.0.0.1:2379.
+	// Endpoint is the client URL, e.g. http://127.0.0.1:2379, or
+	// https://127.0.0.1:2379 with ClientTLS.
 	Endpoint string
+	// clientTLS is how NewClient connects (nil: plain).
+	clientTLS *tls.Config
 }
 
 // startAttempts bounds retries when a free port picked for etcd is taken by
@@ -74,12 +96,16 @@ func start(cfg Config) (*Server, error) {
 		}
 		clientPort = p
 	}
-	peerPort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
 	clientURL := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", clientPort)}
-	peerURL := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", peerPort)}
+	var clientTLS *tls.Config
+	if cfg.ClientTLS.CertFile != "" {
+		clientURL.Scheme = "https"
+		info := transport.TLSInfo{CertFile: cfg.ClientCert, KeyFile: cfg.ClientKey, TrustedCAFile: cfg.ClientTLS.TrustedCAFile}
+		var err error
+		if clientTLS, err = info.ClientConfig(); err != nil {
+			return nil, fmt.Errorf("etcdembed: client TLS: %w", err)
+		}
+	}
 
 	ec := embed.NewConfig()
 	ec.Name = "watchcache"
@@ -87,8 +113,10 @@ func start(cfg Config) (*Server, error) {
 	ec.WalDir = filepath.Join(cfg.DataDir, "wal")
 	ec.ListenClientUrls = []url.URL{clientURL}
 	ec.AdvertiseClientUrls = []url.URL{clientURL}
-	ec.ListenPeerUrls = []url.URL{peerURL}
-	ec.AdvertisePeerUrls = []url.URL{peerURL}
+	ec.ClientTLSInfo = cfg.ClientTLS
+	ec.ListenPeerUrls = nil
+	ec.AdvertisePeerUrls = []url.URL{advertisedPeerURL}
+	ec.PeerTLSInfo = cfg.PeerTLS
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
 	// A single member elects itself; short ticks make that take tens of
 	// milliseconds instead of about a second.
@@ -121,14 +149,19 @@ func start(cfg Config) (*Server, error) {
 		e.Close()
 		return nil, errors.New("etcdembed: etcd did not become ready within 60s")
 	}
-	return &Server{etcd: e, Endpoint: clientURL.String()}, nil
+	return &Server{etcd: e, Endpoint: clientURL.String(), clientTLS: clientTLS}, nil
 }
+
+// advertisedPeerURL is the member's peer URL: never listened on (see the
+// package's doc).
+var advertisedPeerURL = url.URL{Scheme: "http", Host: "127.0.0.1:2380"}
 
 // NewClient returns a client of this server. The caller closes it, before
 // calling Close on the server (etcd waits for live watch streams to end).
 func (s *Server) NewClient() (*clientv3.Client, error) {
 	return clientv3.New(clientv3.Config{
 		Endpoints:   []string{s.Endpoint},
+		TLS:         s.clientTLS,
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(),
 	})

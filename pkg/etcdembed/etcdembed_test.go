@@ -45,3 +45,15 @@ func TestRestartKeepsAcknowledgedWrites(t *testing.T) {
 		t.Fatalf("after restart got %v, want v at revision %d", got.Kvs, put.Header.Revision)
 	}
 }
+
+// TestNoPeerListener: the one member listens for clients only.
+func TestNoPeerListener(t *testing.T) {
+	s, err := Start(Config{DataDir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if len(s.etcd.Peers) != 0 || len(s.etcd.Clients) != 1 {
+		t.Fatalf("%d peer and %d client listeners, want 0 and 1", len(s.etcd.Peers), len(s.etcd.Clients))
+	}
+}
