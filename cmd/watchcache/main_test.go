@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -11,7 +12,7 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !c.WatchCache || !c.ConsistentListFromCache || !c.ConsistentGetFromCache || c.ConsistentReadsExplicit ||
-		c.WaitWhileInitializing || c.ConsistentReadFallback || c.Port != 8080 || c.StorageInitializationTimeout != time.Minute {
+		c.WaitWhileInitializing || c.ConsistentReadFallback || c.SecurePort != 6443 || c.BindAddress != "127.0.0.1" || c.StorageInitializationTimeout != time.Minute {
 		t.Fatalf("defaults: %+v", c)
 	}
 	c, err = parseFlags([]string{"--feature-gates=ConsistentGetFromCache=false,ResilientWatchCacheInitialization=false",
@@ -23,6 +24,10 @@ func TestParseFlags(t *testing.T) {
 		!c.ConsistentReadFallback || c.WatchCacheSizes["pods"] != 0 || c.WatchCacheSizes["widgets.example.com"] != 100 {
 		t.Fatalf("parsed: %+v", c)
 	}
+	c, err = parseFlags([]string{"--tls-san=a.example.com, 10.0.0.1", "--tls-san", "b.example.com"})
+	if err != nil || strings.Join(c.TLSSANs, " ") != "a.example.com 10.0.0.1 b.example.com" {
+		t.Fatalf("--tls-san: %q, %v", c.TLSSANs, err)
+	}
 	c, err = parseFlags([]string{"--feature-gates=ResilientWatchCacheInitialization=true"})
 	if err != nil || c.ConsistentReadsExplicit {
 		t.Fatalf("the resilience gate alone is not an explicit consistent-read setting: %+v, %v", c, err)
@@ -30,7 +35,7 @@ func TestParseFlags(t *testing.T) {
 	for _, bad := range [][]string{
 		{"--feature-gates=Bogus=true"}, {"--feature-gates=ConsistentGetFromCache=maybe"},
 		{"--consistent-read-fallback=sometimes"}, {"--watch-cache-sizes=pods"}, {"--watch-cache-sizes=pods#-1"},
-		{"--etcd-prefix=registry"}, {"--etcd-certfile=x"}, {"extra"},
+		{"--etcd-prefix=registry"}, {"--etcd-certfile=x"}, {"--tls-cert-file=x"}, {"--port=8080"}, {"extra"},
 	} {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("parseFlags(%v) succeeded", bad)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -24,11 +25,26 @@ func runEtcd(args []string) error {
 	fs.IntVar(&cfg.ClientPort, "etcd-client-port", 2379, "loopback port to serve clients on (0: any free port)")
 	fs.BoolVar(&cfg.UnsafeNoFsync, "unsafe-no-fsync", false, "do not fsync writes (a crash loses acknowledged writes; for benchmarks)")
 	fs.Int64Var(&cfg.QuotaBackendBytes, "quota-backend-bytes", 0, "size at which etcd refuses writes (0: etcd's default, 2 GiB)")
+	// etcd's own TLS flags, with its names and meanings.
+	fs.StringVar(&cfg.ClientTLS.CertFile, "cert-file", "", "certificate (PEM) to serve clients over HTTPS")
+	fs.StringVar(&cfg.ClientTLS.KeyFile, "key-file", "", "key of --cert-file")
+	fs.StringVar(&cfg.ClientTLS.TrustedCAFile, "trusted-ca-file", "", "CA bundle client certificates must chain to (implies --client-cert-auth)")
+	fs.BoolVar(&cfg.ClientTLS.ClientCertAuth, "client-cert-auth", false, "require a client certificate")
+	fs.StringVar(&cfg.PeerTLS.CertFile, "peer-cert-file", "", "peer certificate (accepted for etcd's sake; the one member has no peer listener)")
+	fs.StringVar(&cfg.PeerTLS.KeyFile, "peer-key-file", "", "key of --peer-cert-file")
+	fs.StringVar(&cfg.PeerTLS.TrustedCAFile, "peer-trusted-ca-file", "", "CA bundle peer certificates must chain to")
+	fs.BoolVar(&cfg.PeerTLS.ClientCertAuth, "peer-client-cert-auth", false, "require a peer certificate")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if (cfg.ClientTLS.CertFile == "") != (cfg.ClientTLS.KeyFile == "") || (cfg.PeerTLS.CertFile == "") != (cfg.PeerTLS.KeyFile == "") {
+		return errors.New("--cert-file and --key-file go together, and so do --peer-cert-file and --peer-key-file")
+	}
+	if cfg.ClientTLS.CertFile == "" && (cfg.ClientTLS.TrustedCAFile != "" || cfg.ClientTLS.ClientCertAuth) {
+		return errors.New("--trusted-ca-file and --client-cert-auth need --cert-file")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

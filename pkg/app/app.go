@@ -6,12 +6,12 @@ package app
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/watchcache/watchcache/pkg/etcdembed"
 	"github.com/watchcache/watchcache/pkg/metrics"
+	"github.com/watchcache/watchcache/pkg/pki"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/server"
 	"github.com/watchcache/watchcache/pkg/storage"
@@ -34,7 +35,8 @@ import (
 
 // Config is everything the server needs to start.
 type Config struct {
-	// DataDir holds the embedded etcd's data and the generated kubeconfig.
+	// DataDir (made mode 0700) holds the embedded etcd's data, the
+	// generated certificates (pki/) and the administrator's kubeconfig.
 	DataDir string
 	// EtcdServers, if set, are the client URLs of an external etcd.
 	EtcdServers                           []string
@@ -51,9 +53,20 @@ type Config struct {
 	EtcdProgressNotifyInterval time.Duration
 	// CompactionInterval is the compactor's period (0: no compaction).
 	CompactionInterval time.Duration
-	// BindAddress and Port are where HTTP is served (port 0: a free one).
+	// BindAddress and SecurePort are where HTTPS is served (empty address:
+	// 127.0.0.1; port 0: a free one).
 	BindAddress string
-	Port        int
+	SecurePort  int
+	// TLSSANs are names the generated serving certificate covers besides
+	// localhost, 127.0.0.1, ::1, the bind address and the host name
+	// (--tls-san).
+	TLSSANs []string
+	// TLSCertFile and TLSPrivateKeyFile replace the generated serving
+	// certificate (--tls-cert-file, --tls-private-key-file).
+	TLSCertFile, TLSPrivateKeyFile string
+	// ClientCAFile replaces the generated CA as the one client certificates
+	// must chain to (--client-ca-file).
+	ClientCAFile string
 	// ResourcesFile lists custom resources (optional).
 	ResourcesFile string
 	// WatchCache puts a watch cache in front of etcd for every resource
@@ -100,10 +113,16 @@ type Config struct {
 
 // App is a running server.
 type App struct {
-	// URL is where the API is served, e.g. http://127.0.0.1:8080.
+	// URL is where the API is served, e.g. https://127.0.0.1:6443.
 	URL string
-	// Kubeconfig is a kubeconfig file pointing at URL.
+	// Kubeconfig is the administrator's kubeconfig file for URL.
 	Kubeconfig string
+	// PKI are the paths of the generated certificates in <data-dir>/pki.
+	PKI pki.Files
+	// ClientCAs are the CAs a client certificate must chain to: the
+	// generated CA, or ClientCAFile's. The TLS handshake does not check
+	// client certificates; the authenticator must.
+	ClientCAs *x509.CertPool
 
 	log    *slog.Logger
 	http   *http.Server
@@ -138,6 +157,25 @@ func Start(cfg Config) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.BindAddress == "" {
+		cfg.BindAddress = "127.0.0.1"
+	}
+	if (cfg.TLSCertFile == "") != (cfg.TLSPrivateKeyFile == "") {
+		return nil, errors.New("TLSCertFile and TLSPrivateKeyFile go together")
+	}
+	if err := dataDirReady(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	if a.PKI, err = ensurePKI(cfg); err != nil {
+		return nil, err
+	}
+	tlsConfig, err := servingTLS(cfg, a.PKI)
+	if err != nil {
+		return nil, err
+	}
+	if a.ClientCAs, err = clientCAs(cfg, a.PKI); err != nil {
+		return nil, err
+	}
 	if a.client, err = a.connectEtcd(cfg); err != nil {
 		return nil, err
 	}
@@ -168,16 +206,19 @@ func Start(cfg Config) (_ *App, err error) {
 			"watch-cache-initialization": a.cachesInitialized(cfg.StorageInitializationTimeout),
 		},
 	})
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.SecurePort)))
 	if err != nil {
 		return nil, err
 	}
-	a.URL = "http://" + ln.Addr().String()
+	warnIfExposed(cfg.BindAddress, cfg.Log)
+	a.URL = kubeconfigServer(ln.Addr())
 	// Every request's context ends when the server shuts down, so that
 	// watches end cleanly instead of holding Shutdown up.
-	a.http = &http.Server{Handler: srv, BaseContext: func(net.Listener) context.Context { return ctx }, ReadHeaderTimeout: 30 * time.Second}
-	go func() { a.served <- a.http.Serve(ln) }()
-	if a.Kubeconfig, err = writeKubeconfig(cfg.DataDir, a.URL); err != nil {
+	a.http = &http.Server{Handler: srv, BaseContext: func(net.Listener) context.Context { return ctx }, ReadHeaderTimeout: 30 * time.Second,
+		TLSConfig: tlsConfig}
+	// ServeTLS, unlike Serve on a TLS listener, sets HTTP/2 up.
+	go func() { a.served <- a.http.ServeTLS(ln, "", "") }()
+	if a.Kubeconfig, err = writeKubeconfig(cfg, a.PKI, a.URL, a.ClientCAs, cfg.Log); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -242,32 +283,41 @@ func (a *App) newStore(cfg Config, res *resource.Resource, m *metrics.Storage) s
 // connectEtcd starts the embedded etcd unless external servers are given,
 // and returns a client.
 func (a *App) connectEtcd(cfg Config) (*clientv3.Client, error) {
-	endpoints := cfg.EtcdServers
+	if len(cfg.EtcdServers) == 0 {
+		return a.startEmbeddedEtcd(cfg)
+	}
 	var tlsConfig *tls.Config
-	if len(endpoints) == 0 {
-		progressInterval := cfg.EtcdProgressNotifyInterval
-		if progressInterval == 0 {
-			progressInterval = time.Minute
-		}
-		var err error
-		if a.etcdLog, err = etcdLogger(cfg.DataDir); err != nil {
-			return nil, err
-		}
-		a.etcd, err = etcdembed.Start(etcdembed.Config{DataDir: filepath.Join(cfg.DataDir, "etcd"), ClientPort: cfg.EtcdClientPort,
-			UnsafeNoFsync: cfg.EtcdUnsafeNoFsync, Logger: a.etcdLog, ProgressNotifyInterval: progressInterval})
-		if err != nil {
-			return nil, err
-		}
-		endpoints = []string{a.etcd.Endpoint}
-		a.log.Info("embedded etcd is serving", "endpoint", a.etcd.Endpoint, "log", filepath.Join(cfg.DataDir, "etcd.log"))
-	} else if cfg.EtcdCertFile != "" || cfg.EtcdCAFile != "" {
+	if cfg.EtcdCertFile != "" || cfg.EtcdCAFile != "" {
 		info := transport.TLSInfo{CertFile: cfg.EtcdCertFile, KeyFile: cfg.EtcdKeyFile, TrustedCAFile: cfg.EtcdCAFile}
 		var err error
 		if tlsConfig, err = info.ClientConfig(); err != nil {
 			return nil, fmt.Errorf("etcd TLS: %w", err)
 		}
 	}
-	return clientv3.New(clientv3.Config{Endpoints: endpoints, TLS: tlsConfig, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	return clientv3.New(clientv3.Config{Endpoints: cfg.EtcdServers, TLS: tlsConfig, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+}
+
+// startEmbeddedEtcd starts etcd in <data-dir>/etcd, serving clients over
+// TLS to certificates of the generated CA only, and returns a client that
+// presents this server's etcd client certificate.
+func (a *App) startEmbeddedEtcd(cfg Config) (*clientv3.Client, error) {
+	progressInterval := cfg.EtcdProgressNotifyInterval
+	if progressInterval == 0 {
+		progressInterval = time.Minute
+	}
+	var err error
+	if a.etcdLog, err = etcdLogger(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	serverTLS, clientCert, clientKey := etcdTLS(a.PKI)
+	a.etcd, err = etcdembed.Start(etcdembed.Config{DataDir: filepath.Join(cfg.DataDir, "etcd"), ClientPort: cfg.EtcdClientPort,
+		UnsafeNoFsync: cfg.EtcdUnsafeNoFsync, Logger: a.etcdLog, ProgressNotifyInterval: progressInterval,
+		ClientTLS: serverTLS, ClientCert: clientCert, ClientKey: clientKey})
+	if err != nil {
+		return nil, err
+	}
+	a.log.Info("embedded etcd is serving", "endpoint", a.etcd.Endpoint, "log", filepath.Join(cfg.DataDir, "etcd.log"))
+	return a.etcd.NewClient()
 }
 
 // ensureDefaultNamespace creates namespace "default" unless it exists.
@@ -323,41 +373,9 @@ func (a *App) Close() error {
 // etcdLogger sends the embedded etcd's warnings and errors to
 // <data-dir>/etcd.log, out of the way of this server's own log.
 func etcdLogger(dataDir string) (*zap.Logger, error) {
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, err
-	}
 	zc := zap.NewProductionConfig()
 	zc.Level = zap.NewAtomicLevelAt(zap.WarnLevel)
 	zc.OutputPaths = []string{filepath.Join(dataDir, "etcd.log")}
 	zc.ErrorOutputPaths = zc.OutputPaths
 	return zc.Build()
-}
-
-// writeKubeconfig writes <data-dir>/kubeconfig pointing at url.
-func writeKubeconfig(dataDir, url string) (string, error) {
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return "", err
-	}
-	path, err := filepath.Abs(filepath.Join(dataDir, "kubeconfig"))
-	if err != nil {
-		return "", err
-	}
-	content := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: watchcache
-  cluster:
-    server: %s
-contexts:
-- name: watchcache
-  context:
-    cluster: watchcache
-    user: watchcache
-    namespace: default
-users:
-- name: watchcache
-  user: {}
-current-context: watchcache
-`, url)
-	return path, os.WriteFile(path, []byte(content), 0o600)
 }
