@@ -42,7 +42,7 @@ const cgTimeout = 20 * time.Second
 // rate limiting (the tests create thousands of objects). wrap, if not nil,
 // wraps the transport.
 func cgConfig(wrap func(http.RoundTripper) http.RoundTripper) *rest.Config {
-	cfg := &rest.Config{Host: testServer.URL, QPS: -1}
+	cfg := rest.CopyConfig(testServerREST)
 	if wrap != nil {
 		cfg.WrapTransport = wrap
 	}

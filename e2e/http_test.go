@@ -20,9 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// htClient is the plain HTTP client of these tests.
-var htClient = &http.Client{Timeout: 30 * time.Second}
-
 // htDo sends a request to testServer and returns the response with its
 // whole body read.
 func htDo(t testing.TB, method, path, contentType string, body []byte, header ...string) (*http.Response, []byte) {

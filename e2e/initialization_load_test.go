@@ -260,7 +260,7 @@ func TestInitializationLoad(t *testing.T) {
 	t.Logf("server started in %v", time.Since(started).Round(time.Millisecond))
 
 	stats := &loadStats{byKind: map[string]map[int]int{}, maxKind: map[string]time.Duration{}}
-	transport := &http.Transport{MaxIdleConnsPerHost: 400}
+	transport := &http.Transport{MaxIdleConnsPerHost: 400, TLSClientConfig: adminTLS}
 	defer transport.CloseIdleConnections()
 	httpClient := &http.Client{Transport: transport}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)

@@ -28,7 +28,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -168,6 +167,9 @@ func startWrappedServer(t testing.TB, cfg app.Config, wrap func(resource string,
 	t.Helper()
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
+	}
+	if err := seedCA(cfg.DataDir); err != nil {
+		t.Fatal(err)
 	}
 	cfg.EtcdPrefix = "/registry"
 	cfg.EtcdUnsafeNoFsync = true
@@ -647,7 +649,9 @@ func TestInitializationClientGo(t *testing.T) {
 		c.count = &initCounter{kinds: map[string]int{}, status: map[int]int{}}
 		// No client-side rate limit: the pace is the server's Retry-After
 		// and client-go's backoff.
-		cs, err := kubernetes.NewForConfig(&rest.Config{Host: a.URL, QPS: -1, WrapTransport: c.count.wrap})
+		cfg := restConfig(t, a)
+		cfg.WrapTransport = c.count.wrap
+		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,7 +51,7 @@ func newKubectl(t *testing.T, name string) *kc {
 	}
 	t.Cleanup(func() {
 		req, _ := http.NewRequest(http.MethodDelete, testServer.URL+"/api/v1/namespaces/"+k.ns, nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := htClient.Do(req); err == nil {
 			resp.Body.Close()
 		}
 	})
@@ -254,7 +254,7 @@ func TestKubectlChunking(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			body := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q},"data":{"i":"%d"}}`, name, i)
-			resp, err := http.Post(testServer.URL+"/api/v1/namespaces/"+k.ns+"/configmaps", "application/json", strings.NewReader(body))
+			resp, err := htClient.Post(testServer.URL+"/api/v1/namespaces/"+k.ns+"/configmaps", "application/json", strings.NewReader(body))
 			if err != nil {
 				errs <- err
 				return

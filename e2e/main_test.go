@@ -1,4 +1,4 @@
-// Package e2e drives the real server (embedded etcd, HTTP on loopback)
+// Package e2e drives the real server (embedded etcd, HTTPS on loopback)
 // with client-go and kubectl, as users do.
 package e2e
 
@@ -38,6 +38,7 @@ func runMain(m *testing.M) int {
 		// Frequent progress notifications make bookmarks observable.
 		EtcdProgressNotifyInterval: 200 * time.Millisecond,
 		BindAddress:                "127.0.0.1",
+		SecurePort:                 0,
 		ResourcesFile:              "testdata/resources.yaml",
 		Log:                        slog.New(slog.DiscardHandler),
 	})
@@ -46,5 +47,9 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer testServer.Close()
+	if err := setAdminClients(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	return m.Run()
 }
