@@ -59,8 +59,10 @@ func newEnv(t *testing.T) *env {
 }
 
 func (e *env) start() *rbac.Authorizer {
+	ctx, cancel := context.WithCancel(e.ctx)
+	e.t.Cleanup(cancel) // before the caches stop
 	e.a = rbac.New(e.stores, nil)
-	e.a.Start(e.ctx)
+	e.a.Start(ctx)
 	for !e.a.HasSynced() {
 		if e.ctx.Err() != nil {
 			e.t.Fatal("authorizer not synced")
