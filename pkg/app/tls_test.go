@@ -139,3 +139,43 @@ func TestEmbeddedEtcdRequiresClientCertificate(t *testing.T) {
 		t.Error("etcd refused the server's client certificate")
 	}
 }
+
+// TestCustomServingCertAndClientCA: --tls-cert-file is served instead of
+// the generated certificate, the kubeconfig then trusts no CA, and
+// ClientCAs is --client-ca-file's.
+func TestCustomServingCertAndClientCA(t *testing.T) {
+	other, err := pki.Ensure(filepath.Join(t.TempDir(), "pki"), []string{"127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Start(Config{DataDir: t.TempDir(), EtcdPrefix: "/registry", EtcdUnsafeNoFsync: true, EtcdClientPort: 0,
+		TLSCertFile: other.ServingCert, TLSPrivateKeyFile: other.ServingKey, ClientCAFile: other.CACert,
+		Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	cfg, err := clientcmd.BuildConfigFromFlags("", a.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.CAData) != 0 || cfg.CAFile != "" {
+		t.Error("the kubeconfig trusts a CA for a serving certificate it does not know")
+	}
+	cfg.CAFile = other.CACert
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Get(a.URL + "/version")
+	if err != nil {
+		t.Fatalf("the custom serving certificate is not served: %v", err)
+	}
+	resp.Body.Close()
+	if !adminCertTrusted(other, a.ClientCAs) || adminCertTrusted(a.PKI, a.ClientCAs) {
+		t.Error("ClientCAs is not --client-ca-file's")
+	}
+	if _, err := Start(Config{DataDir: t.TempDir(), TLSCertFile: other.ServingCert, Log: slog.New(slog.DiscardHandler)}); err == nil {
+		t.Error("started with a certificate and no key")
+	}
+}
