@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -204,7 +205,8 @@ func (b *bench) setup() []string {
 		"Three processes besides the benchmark's own (which runs the clients): `watchcache etcd` (the embedded etcd " + b.report.Machine.Etcd +
 			", fsync off, as in TARGETS.md) and two API servers on it, `watchcache " + strings.Join(serverArgs("<etcd>", "<dir>", true), " ") +
 			"` and the same with `--watch-cache=false`.",
-		"Clients speak HTTP/1.1 and JSON over loopback, as kubectl and client-go do, and read every response to the end.",
+		"Clients speak JSON over HTTPS (HTTP/1.1, TLS 1.3, connections kept alive) on loopback with the administrator's certificate of " +
+			"each server's generated kubeconfig, and read every response to the end.",
 		"Each side of a scenario runs alone: the other server is paused (SIGSTOP) meanwhile, then resumed and given time to catch up. " +
 			"Which side runs first alternates from one case to the next, so that neither always finds the machine warmer.",
 		"CPU figures are the processes' whole processor time over a run (from /proc), idle work such as etcd's heartbeats included, divided by the requests.",
@@ -232,7 +234,7 @@ func (b *bench) startEtcdAndDirectServer(ctx context.Context) error {
 // where each keeps its kubeconfig).
 func serverArgs(etcdURL, dataDir string, watchCache bool) []string {
 	return []string{
-		"--etcd-servers", etcdURL, "--port", "0", "--data-dir", dataDir,
+		"--etcd-servers", etcdURL, "--secure-port", "0", "--data-dir", dataDir,
 		fmt.Sprintf("--watch-cache=%t", watchCache),
 		// Off by default upstream too; its periodic full etcd reads would
 		// land in the middle of measurements.
@@ -249,12 +251,18 @@ func serverName(watchCache bool) string {
 
 // startServer starts one API server and waits until /readyz passes.
 func (b *bench) startServer(ctx context.Context, watchCache bool) (*server, error) {
+	dataDir := b.dir + "/" + serverName(watchCache)
 	p, err := startProcess(ctx, b.dir, serverName(watchCache), b.cfg.Executable, b.cfg.Env,
-		serverArgs(b.etcd.url, b.dir+"/"+serverName(watchCache), watchCache), serverServing)
+		serverArgs(b.etcd.url, dataDir, watchCache), serverServing)
 	if err != nil {
 		return nil, err
 	}
-	s := &server{process: p, apiClient: newAPIClient(p.url), watchCache: watchCache}
+	client, err := newAPIClient(p.url, filepath.Join(dataDir, "kubeconfig"))
+	if err != nil {
+		p.stop()
+		return nil, err
+	}
+	s := &server{process: p, apiClient: client, watchCache: watchCache}
 	if err := s.waitReady(ctx); err != nil {
 		p.stop()
 		return nil, err

@@ -8,21 +8,36 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
-// apiClient speaks HTTP to one API server, as any Kubernetes client does.
+// apiClient speaks HTTPS to one API server, as any Kubernetes client does.
 type apiClient struct {
 	base string
 	http *http.Client
 }
 
-func newAPIClient(base string) *apiClient {
+// newAPIClient is a client of the server at base with the credentials of
+// the kubeconfig the server wrote (its CA and administrator certificate).
+// It speaks HTTP/1.1, each client and watcher on a connection of its own
+// kept alive, as the benchmark's clients did before TLS.
+func newAPIClient(base, kubeconfig string) (*apiClient, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	tlsConfig, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return nil, err
+	}
 	return &apiClient{base: base, http: &http.Client{Transport: &http.Transport{
-		// Every benchmark client and watcher keeps its own connection.
+		TLSClientConfig:     tlsConfig,
 		MaxIdleConnsPerHost: 4096,
 		IdleConnTimeout:     time.Minute,
 		DisableCompression:  true,
-	}}}
+	}}}, nil
 }
 
 // do sends a request and reads the whole response, returning its size. A
