@@ -58,7 +58,7 @@ resources:
 	if w == nil || w.Singular != "widget" || w.GroupVersion() != "example.com/v1" || !w.Schema().Selectable("spec.color") {
 		t.Fatalf("widgets = %+v", w)
 	}
-	if g := reg.Groups(); len(g) != 1 || g["example.com"][0] != "v1" {
+	if g := reg.Groups(); len(g["example.com"]) != 1 || g["example.com"][0] != "v1" || len(g["rbac.authorization.k8s.io"]) != 1 {
 		t.Errorf("Groups = %v", g)
 	}
 
