@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/go-analyze/charts v0.6.4
+	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/google/btree v1.1.3
 	github.com/prometheus/client_golang v1.25.0
 	go.etcd.io/etcd/api/v3 v3.7.3
