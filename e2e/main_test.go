@@ -40,7 +40,11 @@ func runMain(m *testing.M) int {
 		BindAddress:                "127.0.0.1",
 		SecurePort:                 0,
 		ResourcesFile:              "testdata/resources.yaml",
-		Log:                        slog.New(slog.DiscardHandler),
+		// As the command's defaults; tokens.csv holds the users of
+		// auth_test.go.
+		AnonymousAuth: true,
+		TokenAuthFile: "testdata/tokens.csv",
+		Log:           slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

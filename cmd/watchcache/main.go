@@ -37,17 +37,11 @@ func parseFlags(args []string) (app.Config, error) {
 	fs.DurationVar(&c.CompactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often to compact etcd's history (0: never)")
 	fs.StringVar(&c.BindAddress, "bind-address", "127.0.0.1", "address to serve HTTPS on (0.0.0.0 or :: for every interface)")
 	fs.IntVar(&c.SecurePort, "secure-port", 6443, "port to serve HTTPS on (0: any free port)")
-	fs.Func("tls-san", "extra DNS name or IP address of the generated serving certificate (comma-separated, repeatable)", func(v string) error {
-		for _, san := range strings.Split(v, ",") {
-			if san = strings.TrimSpace(san); san != "" {
-				c.TLSSANs = append(c.TLSSANs, san)
-			}
-		}
-		return nil
-	})
+	fs.Func("tls-san", "extra DNS name or IP address of the generated serving certificate (comma-separated, repeatable)", listFlag(&c.TLSSANs))
 	fs.StringVar(&c.TLSCertFile, "tls-cert-file", "", "serving certificate (PEM) replacing the generated one; its issuer is not written to the kubeconfig")
 	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", "", "key of --tls-cert-file")
 	fs.StringVar(&c.ClientCAFile, "client-ca-file", "", "CA bundle (PEM) that client certificates must chain to, replacing the generated CA")
+	addSecurityFlags(fs, &c)
 	fs.BoolVar(&c.Profiling, "profiling", true, "serve Go's profiles under /debug/pprof/ (as kube-apiserver's --profiling)")
 	fs.StringVar(&c.ResourcesFile, "resources", "", "YAML file of custom resources to serve")
 	fs.BoolVar(&c.WatchCache, "watch-cache", true, "serve reads from a watch cache in front of etcd")

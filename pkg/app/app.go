@@ -103,7 +103,33 @@ type Config struct {
 	MinWatchTimeout time.Duration
 	// Profiling serves Go's profiles under /debug/pprof/ (--profiling).
 	Profiling bool
-	Log       *slog.Logger
+
+	// AuthorizationModes are the authorizers, asked in order (RBAC,
+	// AlwaysAllow, AlwaysDeny; empty: RBAC).
+	AuthorizationModes []string
+	// AnonymousAuth serves requests without credentials as
+	// system:anonymous (--anonymous-auth; the command's default is true).
+	AnonymousAuth bool
+	// TokenAuthFile is the static tokens' CSV file (--token-auth-file).
+	TokenAuthFile string
+	// ServiceAccountSigningKeyFile signs ServiceAccount tokens (empty: a
+	// key generated in <data-dir>/pki/sa.key); ServiceAccountKeyFiles
+	// verify them too; ServiceAccountIssuers are the accepted issuers, the
+	// first issuing; APIAudiences are the audiences a token must be for
+	// (empty: the issuers).
+	ServiceAccountSigningKeyFile string
+	ServiceAccountKeyFiles       []string
+	ServiceAccountIssuers        []string
+	APIAudiences                 []string
+	// EncryptionProviderConfig is the EncryptionConfiguration file of
+	// encryption at rest (empty: values stored as they are).
+	EncryptionProviderConfig string
+	// AuditLogPath is where audit events go ("-": stdout; empty: no audit
+	// log), rotated at AuditLogMaxSize megabytes, keeping AuditLogMaxBackups
+	// files for AuditLogMaxAge days (0: no limit).
+	AuditLogPath                                        string
+	AuditLogMaxSize, AuditLogMaxBackups, AuditLogMaxAge int
+	Log                                                 *slog.Logger
 	// WrapStore, if not nil, wraps each resource's etcd3 store (resource as
 	// "configmaps" or "widgets.example.com") before the watch cache is put
 	// in front of it. A test hook: tests use it to hold a cache in
@@ -188,13 +214,19 @@ func Start(cfg Config) (_ *App, err error) {
 	storageMetrics := metrics.NewStorage(promRegistry)
 	stores := map[*resource.Resource]storage.Interface{}
 	for _, res := range registry.All() {
-		stores[res] = a.newStore(cfg, res, storageMetrics)
+		if res.Stored() {
+			stores[res] = a.newStore(cfg, res, storageMetrics)
+		}
 	}
-	if err := ensureDefaultNamespace(ctx, stores[registry.Lookup("", "v1", "namespaces")]); err != nil {
+	if err := ensureSystemNamespaces(ctx, stores[registry.Lookup("", "v1", "namespaces")]); err != nil {
 		return nil, err
 	}
 	if cfg.CompactionInterval > 0 {
 		go etcd3.NewCompactor(a.client, cfg.EtcdPrefix, cfg.CompactionInterval, cfg.Log).Run(ctx)
+	}
+	sec, err := a.startSecurity(ctx, cfg, registry, stores)
+	if err != nil {
+		return nil, err
 	}
 	srv := server.New(server.Config{
 		Registry: registry, Stores: stores, Log: cfg.Log, MinWatchTimeout: cfg.MinWatchTimeout, Metrics: promRegistry, Profiling: cfg.Profiling,
@@ -204,17 +236,19 @@ func Start(cfg Config) (_ *App, err error) {
 				return err
 			},
 			"watch-cache-initialization": a.cachesInitialized(cfg.StorageInitializationTimeout),
+			"rbac":                       sec.authz.ready,
 		},
+		Actions: sec.actions, AdmitWrite: sec.authz.admitWrite, AfterWrite: sec.authz.afterWrite,
 	})
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.SecurePort)))
 	if err != nil {
 		return nil, err
 	}
-	warnIfExposed(cfg.BindAddress, cfg.Log)
+	warnIfExposed(ctx, cfg, sec.authz)
 	a.URL = kubeconfigServer(ln.Addr())
 	// Every request's context ends when the server shuts down, so that
 	// watches end cleanly instead of holding Shutdown up.
-	a.http = &http.Server{Handler: srv, BaseContext: func(net.Listener) context.Context { return ctx }, ReadHeaderTimeout: 30 * time.Second,
+	a.http = &http.Server{Handler: sec.handler(srv), BaseContext: func(net.Listener) context.Context { return ctx }, ReadHeaderTimeout: 30 * time.Second,
 		TLSConfig: tlsConfig}
 	// ServeTLS, unlike Serve on a TLS listener, sets HTTP/2 up.
 	go func() { a.served <- a.http.ServeTLS(ln, "", "") }()
@@ -320,16 +354,22 @@ func (a *App) startEmbeddedEtcd(cfg Config) (*clientv3.Client, error) {
 	return a.etcd.NewClient()
 }
 
-// ensureDefaultNamespace creates namespace "default" unless it exists.
-func ensureDefaultNamespace(ctx context.Context, namespaces storage.Interface) error {
+// systemNamespaces exist from the start, as kube-apiserver creates them.
+var systemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
+
+// ensureSystemNamespaces creates the system namespaces that do not exist.
+func ensureSystemNamespaces(ctx context.Context, namespaces storage.Interface) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	_, err := namespaces.Create(ctx, "default", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default","uid":"`+
-		string(uuid.NewUUID())+`","creationTimestamp":"`+time.Now().UTC().Format(time.RFC3339)+`"},"spec":{"finalizers":["kubernetes"]},"status":{"phase":"Active"}}`))
-	if storage.CodeOf(err) == storage.ErrAlreadyExists {
-		return nil
+	for _, name := range systemNamespaces {
+		_, err := namespaces.Create(ctx, name, []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+name+`","uid":"`+
+			string(uuid.NewUUID())+`","creationTimestamp":"`+time.Now().UTC().Format(time.RFC3339)+`","labels":{"kubernetes.io/metadata.name":"`+name+
+			`"}},"spec":{"finalizers":["kubernetes"]},"status":{"phase":"Active"}}`))
+		if err != nil && storage.CodeOf(err) != storage.ErrAlreadyExists {
+			return fmt.Errorf("namespace %s: %w", name, err)
+		}
 	}
-	return err
+	return nil
 }
 
 // Wait blocks until the HTTP server stops and returns why.

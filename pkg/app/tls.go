@@ -109,14 +109,6 @@ func adminCertTrusted(files pki.Files, cas *x509.CertPool) bool {
 	return err == nil
 }
 
-// warnIfExposed warns when the API is served on every interface.
-func warnIfExposed(bindAddress string, log *slog.Logger) {
-	if ip := net.ParseIP(bindAddress); ip != nil && ip.IsUnspecified() {
-		log.Warn("--bind-address "+bindAddress+" serves the API on every network interface: anyone who can reach this host can connect",
-			"bind-address", bindAddress)
-	}
-}
-
 // etcdTLS is the embedded etcd's TLS: its server certificate from the
 // PKI, clients required to present a certificate signed by the
 // generated CA, and this server's etcd client certificate.

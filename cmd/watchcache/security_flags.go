@@ -1,0 +1,41 @@
+package main
+
+import (
+	"flag"
+	"strings"
+
+	"github.com/watchcache/watchcache/pkg/app"
+)
+
+// addSecurityFlags adds kube-apiserver's flags of authentication,
+// authorization, encryption at rest and audit, with its defaults.
+func addSecurityFlags(fs *flag.FlagSet, c *app.Config) {
+	c.AuthorizationModes = []string{app.ModeRBAC}
+	fs.Func("authorization-mode", "comma-separated authorizers, asked in order: RBAC (default), AlwaysAllow, AlwaysDeny", func(v string) error {
+		c.AuthorizationModes = nil
+		return listFlag(&c.AuthorizationModes)(v)
+	})
+	fs.BoolVar(&c.AnonymousAuth, "anonymous-auth", true, "serve requests without credentials as system:anonymous (group system:unauthenticated), which RBAC lets reach only /version and the health checks")
+	fs.StringVar(&c.TokenAuthFile, "token-auth-file", "", "static bearer tokens, one per line: token,user,uid[,\"group1,group2\"]")
+	fs.StringVar(&c.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "", "private key (PEM) that signs ServiceAccount tokens (default: <data-dir>/pki/sa.key, generated)")
+	fs.Func("service-account-key-file", "public or private key (PEM) that verifies ServiceAccount tokens besides the signing key (repeatable)", listFlag(&c.ServiceAccountKeyFiles))
+	fs.Func("service-account-issuer", "issuer of ServiceAccount tokens; the first issues, all are accepted (repeatable; default https://kubernetes.default.svc.cluster.local)", listFlag(&c.ServiceAccountIssuers))
+	fs.Func("api-audiences", "comma-separated audiences of the API; a ServiceAccount token must be for one of them (default: the issuer)", listFlag(&c.APIAudiences))
+	fs.StringVar(&c.EncryptionProviderConfig, "encryption-provider-config", "", "EncryptionConfiguration file (apiserver.config.k8s.io/v1): how resources are encrypted in etcd")
+	fs.StringVar(&c.AuditLogPath, "audit-log-path", "", "write audit.k8s.io/v1 events (level Metadata) as JSON lines to this file ('-': standard output)")
+	fs.IntVar(&c.AuditLogMaxSize, "audit-log-maxsize", 0, "megabytes of the audit log before it is rotated (0: never)")
+	fs.IntVar(&c.AuditLogMaxBackups, "audit-log-maxbackup", 0, "rotated audit logs to keep (0: all)")
+	fs.IntVar(&c.AuditLogMaxAge, "audit-log-maxage", 0, "days to keep rotated audit logs (0: forever)")
+}
+
+// listFlag is a repeatable flag of comma-separated values appended to dst.
+func listFlag(dst *[]string) func(string) error {
+	return func(v string) error {
+		for _, item := range strings.Split(v, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				*dst = append(*dst, item)
+			}
+		}
+		return nil
+	}
+}

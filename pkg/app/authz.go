@@ -1,0 +1,114 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/watchcache/watchcache/pkg/auth/authorizer"
+	"github.com/watchcache/watchcache/pkg/auth/rbac"
+	"github.com/watchcache/watchcache/pkg/auth/rbac/bootstrap"
+	"github.com/watchcache/watchcache/pkg/auth/review"
+	"github.com/watchcache/watchcache/pkg/auth/user"
+	"github.com/watchcache/watchcache/pkg/resource"
+	"github.com/watchcache/watchcache/pkg/storage"
+)
+
+// Authorization modes of --authorization-mode.
+const (
+	ModeRBAC        = "RBAC"
+	ModeAlwaysAllow = "AlwaysAllow"
+	ModeAlwaysDeny  = "AlwaysDeny"
+)
+
+// authorization is the server's authorizer: the modes asked for, in order,
+// and the RBAC authorizer when RBAC is among them.
+type authorization struct {
+	authorizer.Authorizer
+	// rbac is nil unless RBAC is a mode.
+	rbac *rbac.Authorizer
+}
+
+// newAuthorization builds the authorizer of modes (default RBAC) over the
+// RBAC resources' stores, starts RBAC's index and reconciles the bootstrap
+// policy.
+func newAuthorization(ctx context.Context, modes []string, registry *resource.Registry, stores map[*resource.Resource]storage.Interface, log *slog.Logger) (*authorization, error) {
+	if len(modes) == 0 {
+		modes = []string{ModeRBAC}
+	}
+	z := &authorization{}
+	var chain []authorizer.Authorizer
+	for _, mode := range modes {
+		switch mode {
+		case ModeRBAC:
+			if z.rbac != nil {
+				return nil, fmt.Errorf("authorization mode %s given twice", mode)
+			}
+			rbacStores := rbacStores(registry, stores)
+			z.rbac = rbac.New(rbacStores, log)
+			z.rbac.Start(ctx)
+			if err := bootstrap.Bootstrap(ctx, rbacStores, log); err != nil {
+				return nil, fmt.Errorf("RBAC bootstrap policy: %w", err)
+			}
+			chain = append(chain, z.rbac)
+		case ModeAlwaysAllow:
+			chain = append(chain, authorizer.AlwaysAllow)
+		case ModeAlwaysDeny:
+			chain = append(chain, authorizer.AlwaysDeny)
+		default:
+			return nil, fmt.Errorf("unknown authorization mode %q (known: %s, %s, %s)", mode, ModeRBAC, ModeAlwaysAllow, ModeAlwaysDeny)
+		}
+	}
+	z.Authorizer = authorizer.Union(chain...)
+	return z, nil
+}
+
+func rbacStores(registry *resource.Registry, stores map[*resource.Resource]storage.Interface) rbac.Stores {
+	of := func(plural string) storage.Interface {
+		return stores[registry.Lookup("rbac.authorization.k8s.io", "v1", plural)]
+	}
+	return rbac.Stores{Roles: of("roles"), RoleBindings: of("rolebindings"), ClusterRoles: of("clusterroles"),
+		ClusterRoleBindings: of("clusterrolebindings")}
+}
+
+// admitWrite refuses RBAC writes that would grant what the writer does
+// not hold (escalation prevention); it is the server's AdmitWrite.
+func (z *authorization) admitWrite(ctx context.Context, res *resource.Resource, namespace string, obj []byte) error {
+	if z.rbac == nil || res.Group != "rbac.authorization.k8s.io" {
+		return nil
+	}
+	return z.rbac.CheckEscalation(ctx, user.From(ctx), res.Plural, namespace, obj)
+}
+
+// afterWrite holds an RBAC write's response until the authorizer has the
+// change, so that the next request is authorized with it; it is the
+// server's AfterWrite. A write whose change does not arrive in time (the
+// request's context ends) still succeeds.
+func (z *authorization) afterWrite(ctx context.Context, res *resource.Resource, rv uint64) {
+	if z.rbac == nil || res.Group != "rbac.authorization.k8s.io" {
+		return
+	}
+	z.rbac.WaitFor(ctx, res.Plural, rv)
+}
+
+// ready is the /readyz check: RBAC's index has its initial lists.
+func (z *authorization) ready(context.Context) error {
+	if z.rbac != nil && !z.rbac.HasSynced() {
+		return fmt.Errorf("RBAC authorizer has not synced")
+	}
+	return nil
+}
+
+// allowsEveryone reports whether anyone may do anything (AlwaysAllow
+// first), for the warning at start.
+func allowsEveryone(modes []string) bool {
+	return len(modes) > 0 && modes[0] == ModeAlwaysAllow
+}
+
+// rules is RBAC for rules reviews; nil in other modes.
+func (z *authorization) rules() review.RulesResolver {
+	if z.rbac == nil {
+		return nil
+	}
+	return z.rbac
+}

@@ -1,0 +1,104 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+
+	"github.com/watchcache/watchcache/pkg/auth/authn"
+	"github.com/watchcache/watchcache/pkg/auth/authorizer"
+	"github.com/watchcache/watchcache/pkg/auth/filters"
+	"github.com/watchcache/watchcache/pkg/auth/review"
+	"github.com/watchcache/watchcache/pkg/auth/user"
+	"github.com/watchcache/watchcache/pkg/requestinfo"
+	"github.com/watchcache/watchcache/pkg/resource"
+	"github.com/watchcache/watchcache/pkg/server"
+	"github.com/watchcache/watchcache/pkg/storage"
+)
+
+// security is the request pipeline's authentication, audit and
+// authorization, and the API actions they answer (reviews, TokenRequest).
+type security struct {
+	authn   *authn.Authenticator
+	authz   *authorization
+	actions map[string]server.Action
+	log     *slog.Logger
+}
+
+// startSecurity builds the authenticators, the authorizer (starting RBAC
+// and its bootstrap policy) and the audit log from cfg.
+func (a *App) startSecurity(ctx context.Context, cfg Config, registry *resource.Registry, stores map[*resource.Resource]storage.Interface) (*security, error) {
+	z, err := newAuthorization(ctx, cfg.AuthorizationModes, registry, stores, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	serviceAccounts := registry.Lookup("", "v1", "serviceaccounts")
+	authenticator, sa, err := newAuthentication(cfg, a.ClientCAs, stores[serviceAccounts])
+	if err != nil {
+		return nil, err
+	}
+	actions := reviewActions(registry, &review.Reviewer{Authorizer: z, Rules: z.rules(), Tokens: authenticator.AuthenticateToken})
+	actions[server.ActionKey(serviceAccounts, "token")] = func(ctx context.Context, req server.ActionRequest) (any, error) {
+		return sa.TokenRequest(ctx, req.Namespace, req.Name, req.Body)
+	}
+	return &security{authn: authenticator, authz: z, actions: actions, log: cfg.Log}, nil
+}
+
+// reviewActions are the server's answers to the reviews' POSTs.
+func reviewActions(registry *resource.Registry, rv *review.Reviewer) map[string]server.Action {
+	body := func(f func(context.Context, []byte) (any, error)) server.Action {
+		return func(ctx context.Context, req server.ActionRequest) (any, error) { return f(ctx, req.Body) }
+	}
+	actions := map[string]server.Action{}
+	add := func(group, plural string, a server.Action) {
+		actions[server.ActionKey(registry.Lookup(group, "v1", plural), "")] = a
+	}
+	add("authorization.k8s.io", "selfsubjectaccessreviews", body(rv.SelfSubjectAccessReview))
+	add("authorization.k8s.io", "subjectaccessreviews", body(rv.SubjectAccessReview))
+	add("authorization.k8s.io", "selfsubjectrulesreviews", body(rv.SelfSubjectRulesReview))
+	add("authorization.k8s.io", "localsubjectaccessreviews", func(ctx context.Context, req server.ActionRequest) (any, error) {
+		return rv.LocalSubjectAccessReview(ctx, req.Namespace, req.Body)
+	})
+	add("authentication.k8s.io", "tokenreviews", body(rv.TokenReview))
+	add("authentication.k8s.io", "selfsubjectreviews", body(rv.SelfSubjectReview))
+	return actions
+}
+
+// handler wraps the API in the request pipeline, outermost first: request
+// info → audit → authentication → impersonation → authorization → the
+// API, kube-apiserver's order (audit outside authentication, so that
+// refused credentials are audited too).
+func (s *security) handler(api http.Handler) http.Handler {
+	h := filters.WithAuthorization(api, s.authz, nil, s.log)
+	h = filters.WithImpersonation(h, s.authz)
+	h = authn.WithAuthentication(h, s.authn, s.log)
+	return requestinfo.WithRequestInfo(h)
+}
+
+// warnIfExposed warns when the API is served on every interface, louder
+// when anyone reaching it may read or change resources: AlwaysAllow, or
+// anonymous requests that the authorizer lets list secrets or namespaces.
+func warnIfExposed(ctx context.Context, cfg Config, z authorizer.Authorizer) {
+	if ip := net.ParseIP(cfg.BindAddress); ip == nil || !ip.IsUnspecified() {
+		return
+	}
+	cfg.Log.Warn("--bind-address "+cfg.BindAddress+" serves the API on every network interface: anyone who can reach this host can connect",
+		"bind-address", cfg.BindAddress)
+	if allowsEveryone(cfg.AuthorizationModes) {
+		cfg.Log.Warn("--authorization-mode " + ModeAlwaysAllow + " with --bind-address " + cfg.BindAddress +
+			": every authenticated user may read and change everything, secrets included")
+	}
+	if !cfg.AnonymousAuth {
+		return
+	}
+	anonymous := &user.Info{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}
+	for _, res := range []string{"secrets", "namespaces"} {
+		d, _, _ := z.Authorize(ctx, authorizer.Attributes{User: anonymous, Verb: "list", ResourceRequest: true, APIVersion: "v1", Resource: res})
+		if d == authorizer.Allow {
+			cfg.Log.Warn("--anonymous-auth with --bind-address "+cfg.BindAddress+": requests without credentials may list "+res+
+				" (set --anonymous-auth=false or take that permission from system:anonymous)", "resource", res)
+			return
+		}
+	}
+}
