@@ -8,10 +8,12 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/watchcache/watchcache/pkg/audit"
 	"github.com/watchcache/watchcache/pkg/pki"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -291,4 +293,37 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestAuditLog: a kubectl request and a refused one are in the audit log
+// with user, verb, resource and code, under the Audit-ID the server sent.
+func TestAuditLog(t *testing.T) {
+	k := newKubectl(t, "audit")
+	k.must("create", "configmap", "audited")
+	k.fail("--as", "bob", "get", "secrets")
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(testServer.PKI.Dir), "audit.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created, refused bool
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var ev audit.Event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		if ev.ObjectRef == nil || ev.ObjectRef.Namespace != k.ns {
+			continue
+		}
+		switch {
+		case ev.Verb == "create" && ev.ObjectRef.Resource == "configmaps" && ev.User.Username == pki.AdminUser && ev.ResponseStatus.Code == 201:
+			created = true
+		case ev.Verb == "list" && ev.ObjectRef.Resource == "secrets" && ev.User.Username == pki.AdminUser && ev.ImpersonatedUser != nil &&
+			ev.ImpersonatedUser.Username == "bob" && ev.ResponseStatus.Code == 403 &&
+			ev.Annotations["authorization.k8s.io/decision"] == "forbid":
+			refused = true
+		}
+	}
+	if !created || !refused {
+		t.Errorf("audit log lacks the create (%v) or the refused list (%v):\n%s", created, refused, data)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -44,6 +45,7 @@ func runMain(m *testing.M) int {
 		// auth_test.go.
 		AnonymousAuth: true,
 		TokenAuthFile: "testdata/tokens.csv",
+		AuditLogPath:  filepath.Join(dir, "audit.log"),
 		Log:           slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

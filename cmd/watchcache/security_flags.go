@@ -23,7 +23,7 @@ func addSecurityFlags(fs *flag.FlagSet, c *app.Config) {
 	fs.Func("api-audiences", "comma-separated audiences of the API; a ServiceAccount token must be for one of them (default: the issuer)", listFlag(&c.APIAudiences))
 	fs.StringVar(&c.EncryptionProviderConfig, "encryption-provider-config", "", "EncryptionConfiguration file (apiserver.config.k8s.io/v1): how resources are encrypted in etcd")
 	fs.StringVar(&c.AuditLogPath, "audit-log-path", "", "write audit.k8s.io/v1 events (level Metadata) as JSON lines to this file ('-': standard output)")
-	fs.IntVar(&c.AuditLogMaxSize, "audit-log-maxsize", 0, "megabytes of the audit log before it is rotated (0: never)")
+	fs.IntVar(&c.AuditLogMaxSize, "audit-log-maxsize", 0, "megabytes of the audit log before it is rotated (0: 100)")
 	fs.IntVar(&c.AuditLogMaxBackups, "audit-log-maxbackup", 0, "rotated audit logs to keep (0: all)")
 	fs.IntVar(&c.AuditLogMaxAge, "audit-log-maxage", 0, "days to keep rotated audit logs (0: forever)")
 }

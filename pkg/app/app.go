@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/watchcache/watchcache/pkg/audit"
 	"github.com/watchcache/watchcache/pkg/etcdembed"
 	"github.com/watchcache/watchcache/pkg/metrics"
 	"github.com/watchcache/watchcache/pkg/pki"
@@ -160,6 +161,8 @@ type App struct {
 	builtinCaches []*cacher.Cacher
 	etcd          *etcdembed.Server
 	etcdLog       *zap.Logger
+	// audit is the audit log (nil without --audit-log-path).
+	audit *audit.Log
 }
 
 // Start starts everything and returns once the API is served.
@@ -398,6 +401,7 @@ func (a *App) Close() error {
 	for _, c := range a.caches {
 		c.Stop()
 	}
+	errs = append(errs, a.audit.Close())
 	if a.client != nil {
 		errs = append(errs, a.client.Close())
 	}

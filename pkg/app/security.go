@@ -2,10 +2,12 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 
+	"github.com/watchcache/watchcache/pkg/audit"
 	"github.com/watchcache/watchcache/pkg/auth/authn"
 	"github.com/watchcache/watchcache/pkg/auth/authorizer"
 	"github.com/watchcache/watchcache/pkg/auth/filters"
@@ -22,6 +24,7 @@ import (
 type security struct {
 	authn   *authn.Authenticator
 	authz   *authorization
+	audit   *audit.Log // nil: no audit log
 	actions map[string]server.Action
 	log     *slog.Logger
 }
@@ -38,11 +41,15 @@ func (a *App) startSecurity(ctx context.Context, cfg Config, registry *resource.
 	if err != nil {
 		return nil, err
 	}
+	if a.audit, err = audit.New(audit.Config{Path: cfg.AuditLogPath, MaxSize: cfg.AuditLogMaxSize,
+		MaxBackups: cfg.AuditLogMaxBackups, MaxAge: cfg.AuditLogMaxAge}); err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
 	actions := reviewActions(registry, &review.Reviewer{Authorizer: z, Rules: z.rules(), Tokens: authenticator.AuthenticateToken})
 	actions[server.ActionKey(serviceAccounts, "token")] = func(ctx context.Context, req server.ActionRequest) (any, error) {
 		return sa.TokenRequest(ctx, req.Namespace, req.Name, req.Body)
 	}
-	return &security{authn: authenticator, authz: z, actions: actions, log: cfg.Log}, nil
+	return &security{authn: authenticator, authz: z, audit: a.audit, actions: actions, log: cfg.Log}, nil
 }
 
 // reviewActions are the server's answers to the reviews' POSTs.
@@ -66,13 +73,19 @@ func reviewActions(registry *resource.Registry, rv *review.Reviewer) map[string]
 }
 
 // handler wraps the API in the request pipeline, outermost first: request
-// info → audit → authentication → impersonation → authorization → the
-// API, kube-apiserver's order (audit outside authentication, so that
-// refused credentials are audited too).
+// info → audit (every response gets an Audit-ID) → authentication →
+// impersonation → authorization → the API, kube-apiserver's order (audit
+// outside authentication, so that refused credentials are audited too).
 func (s *security) handler(api http.Handler) http.Handler {
-	h := filters.WithAuthorization(api, s.authz, nil, s.log)
+	var decided filters.Decided
+	if s.audit != nil {
+		decided = s.audit.Decided
+	}
+	h := filters.WithAuthorization(api, s.authz, decided, s.log)
 	h = filters.WithImpersonation(h, s.authz)
+	h = s.audit.WithUser(h)
 	h = authn.WithAuthentication(h, s.authn, s.log)
+	h = s.audit.Handler(h)
 	return requestinfo.WithRequestInfo(h)
 }
 

@@ -53,9 +53,9 @@ func TestLoadTokenFile(t *testing.T) {
 		t.Error("unknown token found")
 	}
 	for content, want := range map[string]string{
-		"t1,alice,uid\nt2,bob\n":              "tokens.csv:2: 2 columns",
-		"t1,alice,uid\nt1,bob,uid2\n":         "tokens.csv:2: a token given on an earlier line",
-		"t1,alice,uid\n,bob,uid2\n":           "tokens.csv:2: empty token",
+		"t1,alice,uid\nt2,bob\n":             "tokens.csv:2: 2 columns",
+		"t1,alice,uid\nt1,bob,uid2\n":        "tokens.csv:2: a token given on an earlier line",
+		"t1,alice,uid\n,bob,uid2\n":          "tokens.csv:2: empty token",
 		"t1,alice,uid\nt2,\"bob,uid2\nx,y,z": "tokens.csv",
 	} {
 		_, err := LoadTokenFile(writeFile(t, "tokens.csv", content))
@@ -179,10 +179,10 @@ func TestTokenRequest(t *testing.T) {
 	}
 
 	for body, check := range map[string]func(error) bool{
-		`{"spec":{"expirationSeconds":60}}`:                              apierrors.IsInvalid,
-		`{"spec":{"boundObjectRef":{"kind":"Pod","name":"p"}}}`:           apierrors.IsInvalid,
-		`{"spec":`:                                                        apierrors.IsBadRequest,
-		`{"spec":{"expirationSeconds":"soon"}}`:                           apierrors.IsBadRequest,
+		`{"spec":{"expirationSeconds":60}}`:                     apierrors.IsInvalid,
+		`{"spec":{"boundObjectRef":{"kind":"Pod","name":"p"}}}`: apierrors.IsInvalid,
+		`{"spec":`:                              apierrors.IsBadRequest,
+		`{"spec":{"expirationSeconds":"soon"}}`: apierrors.IsBadRequest,
 		`{"spec":{"audiences":["x"],"expirationSeconds":99999999999999}}`: apierrors.IsInvalid,
 	} {
 		if _, err := sa.TokenRequest(ctx, "ns", "robot", []byte(body)); !check(err) {
