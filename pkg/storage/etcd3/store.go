@@ -33,6 +33,18 @@ type Config struct {
 	Resource string
 	// Metrics, if not nil, records lists served.
 	Metrics *metrics.Storage
+	// Transformer, if not nil, encrypts values on their way to etcd and
+	// decrypts them on their way back (encryption at rest); everything
+	// above this store sees plaintext.
+	Transformer Transformer
+}
+
+// Transformer turns a value into what etcd stores at etcdKey, and back.
+type Transformer interface {
+	ToStorage(plain []byte, etcdKey string) ([]byte, error)
+	// FromStorage returns the plaintext; stale says the value was written
+	// with a key that no longer writes.
+	FromStorage(stored []byte, etcdKey string) (plain []byte, stale bool, err error)
 }
 
 // Store is one resource's storage in etcd.
@@ -41,8 +53,9 @@ type Store struct {
 	prefix string // Config.Prefix + "/"
 	schema *object.Schema
 	// resource and metrics record lists served.
-	resource string
-	metrics  *metrics.Storage
+	resource    string
+	metrics     *metrics.Storage
+	transformer Transformer
 }
 
 var _ storage.Interface = (*Store)(nil)
@@ -50,7 +63,7 @@ var _ storage.Interface = (*Store)(nil)
 // New returns a Store for the resource under cfg.Prefix.
 func New(cfg Config) *Store {
 	return &Store{client: cfg.Client, prefix: strings.TrimSuffix(cfg.Prefix, "/") + "/", schema: cfg.Schema,
-		resource: cfg.Resource, metrics: cfg.Metrics}
+		resource: cfg.Resource, metrics: cfg.Metrics, transformer: cfg.Transformer}
 }
 
 // Schema implements storage.Interface.
@@ -71,9 +84,13 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) (*object.Ob
 		return nil, storage.NewError(storage.ErrInvalid, key, "resourceVersion should not be set on objects to be created")
 	}
 	full := s.prefix + key
+	value, err := s.storedValue(full, obj)
+	if err != nil {
+		return nil, err
+	}
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(full), "=", 0)).
-		Then(clientv3.OpPut(full, string(obj.Stored()))).
+		Then(clientv3.OpPut(full, value)).
 		Commit()
 	if err != nil {
 		return nil, interpret(err, key)
@@ -155,7 +172,11 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, pre *storage.P
 			}
 			return cur, nil
 		}
-		rev, latest, err := s.writeIfUnchanged(ctx, key, cur, clientv3.OpPut(full, string(next.Stored())))
+		value, err := s.storedValue(full, next)
+		if err != nil {
+			return nil, err
+		}
+		rev, latest, err := s.writeIfUnchanged(ctx, key, cur, clientv3.OpPut(full, value))
 		if err != nil {
 			return nil, err
 		}
@@ -280,9 +301,30 @@ func (s *Store) decodeWrite(key string, data []byte) (*object.Object, string, er
 	return obj, clientRV, nil
 }
 
-// decodeKV builds the record of a key-value read from etcd.
+// storedValue is what etcd stores for obj at fullKey: its stored JSON,
+// encrypted by the transformer if there is one.
+func (s *Store) storedValue(fullKey string, obj *object.Object) (string, error) {
+	if s.transformer == nil {
+		return string(obj.Stored()), nil
+	}
+	value, err := s.transformer.ToStorage(obj.Stored(), fullKey)
+	if err != nil {
+		return "", &storage.Error{Code: storage.ErrInternal, Key: strings.TrimPrefix(fullKey, s.prefix), Message: "encrypting the object", Err: err}
+	}
+	return string(value), nil
+}
+
+// decodeKV builds the record of a key-value read from etcd, decrypting it
+// first if the store has a transformer.
 func (s *Store) decodeKV(fullKey, value []byte, rev int64) (*object.Object, error) {
 	key := strings.TrimPrefix(string(fullKey), s.prefix)
+	if s.transformer != nil {
+		plain, _, err := s.transformer.FromStorage(value, string(fullKey))
+		if err != nil {
+			return nil, &storage.Error{Code: storage.ErrInternal, Key: key, Message: "stored object cannot be decrypted", Err: err}
+		}
+		value = plain
+	}
 	obj, _, err := object.Decode(s.schema, key, value, uint64(rev))
 	if err != nil {
 		return nil, &storage.Error{Code: storage.ErrInternal, Key: key, Message: "stored object cannot be decoded", Err: err}
