@@ -20,6 +20,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/watchcache/watchcache/pkg/audit"
+	"github.com/watchcache/watchcache/pkg/encryption"
 	"github.com/watchcache/watchcache/pkg/etcdembed"
 	"github.com/watchcache/watchcache/pkg/metrics"
 	"github.com/watchcache/watchcache/pkg/pki"
@@ -215,10 +216,16 @@ func Start(cfg Config) (_ *App, err error) {
 	a.cancel = cancel
 	promRegistry := prometheus.NewRegistry()
 	storageMetrics := metrics.NewStorage(promRegistry)
+	var enc *encryption.Config
+	if cfg.EncryptionProviderConfig != "" {
+		if enc, err = encryption.Load(cfg.EncryptionProviderConfig); err != nil {
+			return nil, fmt.Errorf("--encryption-provider-config: %w", err)
+		}
+	}
 	stores := map[*resource.Resource]storage.Interface{}
 	for _, res := range registry.All() {
 		if res.Stored() {
-			stores[res] = a.newStore(cfg, res, storageMetrics)
+			stores[res] = a.newStore(cfg, res, storageMetrics, enc)
 		}
 	}
 	if err := ensureSystemNamespaces(ctx, stores[registry.Lookup("", "v1", "namespaces")]); err != nil {
@@ -289,11 +296,15 @@ func (a *App) cachesInitialized(timeout time.Duration) func(context.Context) err
 	}
 }
 
-// newStore builds a resource's store: etcd3, behind a watch cache unless
-// the cache is off for it.
-func (a *App) newStore(cfg Config, res *resource.Resource, m *metrics.Storage) storage.Interface {
-	etcdStore := etcd3.New(etcd3.Config{Client: a.client, Prefix: res.EtcdPrefix(cfg.EtcdPrefix), Schema: res.Schema(),
-		Resource: res.String(), Metrics: m})
+// newStore builds a resource's store: etcd3 (encrypting values as enc
+// says), behind a watch cache unless the cache is off for it.
+func (a *App) newStore(cfg Config, res *resource.Resource, m *metrics.Storage, enc *encryption.Config) storage.Interface {
+	etcdConfig := etcd3.Config{Client: a.client, Prefix: res.EtcdPrefix(cfg.EtcdPrefix), Schema: res.Schema(),
+		Resource: res.String(), Metrics: m}
+	if t := enc.For(res.Group, res.Plural); t != nil {
+		etcdConfig.Transformer = t
+	}
+	etcdStore := etcd3.New(etcdConfig)
 	var store storage.Interface = etcdStore
 	if cfg.WrapStore != nil {
 		store = cfg.WrapStore(res.String(), store)
