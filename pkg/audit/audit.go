@@ -126,7 +126,7 @@ func (l *Log) WithUser(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rec, ok := r.Context().Value(recordKey{}).(*record); ok {
 			if u := user.From(r.Context()); u != nil {
-				rec.event.User = userInfo(u)
+				rec.event.User = u.APIUserInfo()
 			}
 		}
 		next.ServeHTTP(w, r)
@@ -146,7 +146,7 @@ func (l *Log) Decided(r *http.Request, allowed bool, reason string) {
 	}
 	rec.event.Annotations = map[string]string{"authorization.k8s.io/decision": decision, "authorization.k8s.io/reason": reason}
 	if filters.ImpersonatorFrom(r.Context()) != nil {
-		impersonated := userInfo(user.From(r.Context()))
+		impersonated := user.From(r.Context()).APIUserInfo()
 		rec.event.ImpersonatedUser = &impersonated
 	}
 }

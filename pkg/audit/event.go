@@ -3,7 +3,6 @@ package audit
 import (
 	"strings"
 
-	"github.com/watchcache/watchcache/pkg/auth/user"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -53,18 +52,6 @@ const (
 	StageResponseComplete Stage = "ResponseComplete"
 	StagePanic            Stage = "Panic"
 )
-
-// userInfo is u as the event shows it.
-func userInfo(u *user.Info) authenticationv1.UserInfo {
-	out := authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
-	if len(u.Extra) > 0 {
-		out.Extra = map[string]authenticationv1.ExtraValue{}
-		for k, v := range u.Extra {
-			out.Extra[k] = v
-		}
-	}
-	return out
-}
 
 // lowerMethod is the verb of a request without request info.
 func lowerMethod(method string) string { return strings.ToLower(method) }

@@ -157,7 +157,7 @@ func (rv *Reviewer) SelfSubjectReview(ctx context.Context, body []byte) (any, er
 	if err := decode(body, &r, "SelfSubjectReview"); err != nil {
 		return nil, err
 	}
-	r.Status.UserInfo = userInfo(user.From(ctx))
+	r.Status.UserInfo = user.From(ctx).APIUserInfo()
 	return &r, nil
 }
 
@@ -176,7 +176,7 @@ func (rv *Reviewer) TokenReview(ctx context.Context, body []byte) (any, error) {
 		r.Status.Error = err.Error()
 	case ok:
 		r.Status.Authenticated = true
-		r.Status.User = userInfo(u)
+		r.Status.User = u.APIUserInfo()
 		r.Status.Audiences = auds
 	}
 	return &r, nil
@@ -219,18 +219,6 @@ func subjectOf(spec authorizationv1.SubjectAccessReviewSpec) *user.Info {
 		}
 	}
 	return u
-}
-
-// userInfo is u as the authentication API spells it.
-func userInfo(u *user.Info) authenticationv1.UserInfo {
-	out := authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
-	if len(u.Extra) > 0 {
-		out.Extra = map[string]authenticationv1.ExtraValue{}
-		for k, v := range u.Extra {
-			out.Extra[k] = v
-		}
-	}
-	return out
 }
 
 // rulesStatus turns RBAC rules into a rules review's status.

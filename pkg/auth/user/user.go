@@ -2,7 +2,11 @@
 // authorization, impersonation and audit read it.
 package user
 
-import "context"
+import (
+	"context"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+)
 
 // Well-known users and groups, as kube-apiserver names them.
 const (
@@ -52,4 +56,17 @@ func WithUser(ctx context.Context, u *Info) context.Context {
 func From(ctx context.Context) *Info {
 	u, _ := ctx.Value(contextKey{}).(*Info)
 	return u
+}
+
+// APIUserInfo is u as authentication.k8s.io/v1 spells it (reviews, audit
+// events).
+func (u *Info) APIUserInfo() authenticationv1.UserInfo {
+	out := authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
+	if len(u.Extra) > 0 {
+		out.Extra = map[string]authenticationv1.ExtraValue{}
+		for k, v := range u.Extra {
+			out.Extra[k] = v
+		}
+	}
+	return out
 }
