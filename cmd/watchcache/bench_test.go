@@ -57,11 +57,11 @@ func TestBenchSmoke(t *testing.T) {
 			checkRow(t, s.ID, row)
 		}
 	}
-	want := []string{"initialization", "matrix", "kubelet", "select-nothing", "paginated", "fanout", "writes"}
+	want := []string{"initialization", "matrix", "kubelet", "kubelet-auth", "select-nothing", "paginated", "fanout", "writes"}
 	if !slices.Equal(ids, want) {
 		t.Errorf("scenarios %v, want %v", ids, want)
 	}
-	if !strings.Contains(text.String(), "10 × 5 KB") || !strings.Contains(text.String(), "cache advantage") {
+	if !strings.Contains(text.String(), "10 × 5 KB") || !strings.Contains(text.String(), "cache advantage") || !strings.Contains(text.String(), "RBAC advantage") {
 		t.Errorf("the printed results lack the matrix or the ratio column:\n%s", text.String())
 	}
 	if err := bench.WriteOut(out, report); err != nil {

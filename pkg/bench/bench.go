@@ -141,6 +141,9 @@ type bench struct {
 	etcd   *process
 	cache  *server
 	direct *server // the server with --watch-cache=false, reading etcd
+	// allow is the kubelet-auth scenario's baseline: the cache-on server
+	// with --authorization-mode=AlwaysAllow, its clients anonymous.
+	allow  *server
 	report *Report
 	loaded loadedData
 	cases  int // calls of sides so far
@@ -152,6 +155,9 @@ type server struct {
 	*process
 	*apiClient
 	watchCache bool
+	// label names the server's side in results: "cache", "etcd", or
+	// "allow" (the AlwaysAllow server of the kubelet-auth scenario).
+	label string
 }
 
 var (
@@ -184,6 +190,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		b.initialization,
 		b.matrix,
 		b.kubelet,
+		b.kubeletAuth,
 		b.selectNothing,
 		b.paginated,
 		b.fanout,
@@ -226,34 +233,47 @@ func (b *bench) startEtcdAndDirectServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := b.writeKubeletTokens(); err != nil {
+		return err
+	}
 	b.direct, err = b.startServer(ctx, false)
 	return err
 }
 
 // serverArgs are a server's flags: they differ only in --watch-cache (and
-// where each keeps its kubeconfig).
+// where each keeps its kubeconfig); the kubelet-auth scenario's servers
+// add theirs.
 func serverArgs(etcdURL, dataDir string, watchCache bool) []string {
 	return []string{
 		"--etcd-servers", etcdURL, "--secure-port", "0", "--data-dir", dataDir,
-		fmt.Sprintf("--watch-cache=%t", watchCache),
+		fmt.Sprintf("--watch-cache=%t", watchCache), "--token-auth-file", filepath.Join(filepath.Dir(dataDir), kubeletTokensFile),
 		// Off by default upstream too; its periodic full etcd reads would
 		// land in the middle of measurements.
 		"--consistency-check-interval", "0",
 	}
 }
 
-func serverName(watchCache bool) string {
+// sideLabel is the side of the cache-on or the cache-off server.
+func sideLabel(watchCache bool) string {
 	if watchCache {
-		return "server-cache"
+		return "cache"
 	}
-	return "server-etcd"
+	return "etcd"
 }
 
-// startServer starts one API server and waits until /readyz passes.
+// startServer starts the cache-on or the cache-off API server and waits
+// until /readyz passes.
 func (b *bench) startServer(ctx context.Context, watchCache bool) (*server, error) {
-	dataDir := b.dir + "/" + serverName(watchCache)
-	p, err := startProcess(ctx, b.dir, serverName(watchCache), b.cfg.Executable, b.cfg.Env,
-		serverArgs(b.etcd.url, dataDir, watchCache), serverServing)
+	return b.startServerAs(ctx, sideLabel(watchCache), watchCache)
+}
+
+// startServerAs starts an API server whose side is label, with the
+// standard flags and extra ones, and waits until /readyz passes.
+func (b *bench) startServerAs(ctx context.Context, label string, watchCache bool, extra ...string) (*server, error) {
+	name := "server-" + label
+	dataDir := b.dir + "/" + name
+	p, err := startProcess(ctx, b.dir, name, b.cfg.Executable, b.cfg.Env,
+		append(serverArgs(b.etcd.url, dataDir, watchCache), extra...), serverServing)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +282,7 @@ func (b *bench) startServer(ctx context.Context, watchCache bool) (*server, erro
 		p.stop()
 		return nil, err
 	}
-	s := &server{process: p, apiClient: client, watchCache: watchCache}
+	s := &server{process: p, apiClient: client, watchCache: watchCache, label: label}
 	if err := s.waitReady(ctx); err != nil {
 		p.stop()
 		return nil, err
@@ -293,7 +313,7 @@ func (s *server) waitReady(ctx context.Context) error {
 
 // stopAll stops every child process still running.
 func (b *bench) stopAll() {
-	for _, s := range []*server{b.cache, b.direct} {
+	for _, s := range []*server{b.cache, b.direct, b.allow} {
 		if s != nil {
 			s.stop()
 		}
@@ -308,7 +328,12 @@ func (b *bench) stopAll() {
 // catch up with etcd (see settle). The cache-on server goes first on odd
 // calls, the cache-off one on even calls.
 func (b *bench) sides(ctx context.Context, measure func(ctx context.Context, s *server) error) error {
-	order := [][2]*server{{b.cache, b.direct}, {b.direct, b.cache}}
+	return b.pair(ctx, b.cache, b.direct, measure)
+}
+
+// pair runs measure against first and second, each alone, as sides does.
+func (b *bench) pair(ctx context.Context, first, second *server, measure func(ctx context.Context, s *server) error) error {
+	order := [][2]*server{{first, second}, {second, first}}
 	if b.cases++; b.cases%2 == 0 {
 		order[0], order[1] = order[1], order[0]
 	}

@@ -17,6 +17,12 @@ import (
 type apiClient struct {
 	base string
 	http *http.Client
+	// token, if not empty, is sent as a bearer token (by clients without a
+	// client certificate: see as).
+	token string
+	// anonymous speaks TLS trusting the server's CA with no certificate;
+	// the clients of as share it.
+	anonymous *http.Client
 }
 
 // newAPIClient is a client of the server at base with the credentials of
@@ -28,16 +34,35 @@ func newAPIClient(base, kubeconfig string) (*apiClient, error) {
 	if err != nil {
 		return nil, err
 	}
+	admin, err := httpClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	anonymous, err := httpClient(rest.AnonymousClientConfig(cfg))
+	if err != nil {
+		return nil, err
+	}
+	return &apiClient{base: base, http: admin, anonymous: anonymous}, nil
+}
+
+// httpClient speaks TLS as cfg says, HTTP/1.1, connections kept alive.
+func httpClient(cfg *rest.Config) (*http.Client, error) {
 	tlsConfig, err := rest.TLSConfigFor(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &apiClient{base: base, http: &http.Client{Transport: &http.Transport{
+	return &http.Client{Transport: &http.Transport{
 		TLSClientConfig:     tlsConfig,
 		MaxIdleConnsPerHost: 4096,
 		IdleConnTimeout:     time.Minute,
 		DisableCompression:  true,
-	}}}, nil
+	}}, nil
+}
+
+// as returns a client of the same server without the administrator's
+// certificate, authenticating with the bearer token (none: anonymous).
+func (c *apiClient) as(token string) *apiClient {
+	return &apiClient{base: c.base, http: c.anonymous, token: token, anonymous: c.anonymous}
 }
 
 // do sends a request and reads the whole response, returning its size. A
@@ -70,6 +95,9 @@ func (c *apiClient) send(ctx context.Context, method, path, contentType string, 
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -100,9 +100,18 @@ func (b *bench) load(ctx context.Context) error {
 	})
 }
 
-// createAll creates n objects through the cache-off server, loadWorkers at
-// a time, showing a progress bar.
+// createAll creates n objects of the data through the cache-off server,
+// loadWorkers at a time, showing a progress bar.
 func (b *bench) createAll(ctx context.Context, label string, n int, object func(i int) (collection string, body []byte)) error {
+	objects, size, err := b.createVia(ctx, b.direct, label, n, object)
+	b.loaded.objects += objects
+	b.loaded.jsonBytes += size
+	return err
+}
+
+// createVia creates n objects through s, loadWorkers at a time, showing a
+// progress bar; it returns how many it created and their JSON's size.
+func (b *bench) createVia(ctx context.Context, s *server, label string, n int, object func(i int) (collection string, body []byte)) (int64, int64, error) {
 	b.bar.start("loading "+label, n)
 	defer b.bar.finish()
 	var next, objects, size atomic.Int64
@@ -115,7 +124,7 @@ func (b *bench) createAll(ctx context.Context, label string, n int, object func(
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < n && ctx.Err() == nil; i = int(next.Add(1) - 1) {
 				collection, body := object(i)
-				served, err := b.direct.create(ctx, collection, body)
+				served, err := s.create(ctx, collection, body)
 				if err != nil {
 					once.Do(func() { firstErr = err; cancel() })
 					return
@@ -127,10 +136,8 @@ func (b *bench) createAll(ctx context.Context, label string, n int, object func(
 		})
 	}
 	wg.Wait()
-	b.loaded.objects += objects.Load()
-	b.loaded.jsonBytes += size.Load()
 	if firstErr != nil {
-		return fmt.Errorf("loading %s: %w", label, firstErr)
+		return objects.Load(), size.Load(), fmt.Errorf("loading %s: %w", label, firstErr)
 	}
-	return ctx.Err()
+	return objects.Load(), size.Load(), ctx.Err()
 }

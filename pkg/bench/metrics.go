@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,7 +37,7 @@ func percentileMetrics(cache, etcd *outcome, names ...string) []Metric {
 // whose operations fail measures something else, so the report says so.
 func failures(sides map[string]*outcome) string {
 	var notes []string
-	for _, name := range []string{"cache", "etcd"} {
+	for _, name := range slices.Sorted(maps.Keys(sides)) {
 		if o := sides[name]; o != nil && o.failures > 0 {
 			notes = append(notes, fmt.Sprintf("%s: %d of %d operations failed, first: %v", name, o.failures, o.failures+o.ops, o.firstErr))
 		}

@@ -110,8 +110,8 @@ func sizeLabel(bytes int) string {
 
 // listAtLeast LISTs path and fails unless the response has at least min
 // bytes (a list that lost its items would be fast for the wrong reason).
-func (s *server) listAtLeast(ctx context.Context, path string, min int64) error {
-	n, err := s.do(ctx, http.MethodGet, path, "", nil)
+func (c *apiClient) listAtLeast(ctx context.Context, path string, min int64) error {
+	n, err := c.do(ctx, http.MethodGet, path, "", nil)
 	if err == nil && n < min {
 		err = fmt.Errorf("GET %s: %d bytes, expected at least %d", path, n, min)
 	}
@@ -121,21 +121,21 @@ func (s *server) listAtLeast(ctx context.Context, path string, min int64) error 
 // closedLoopSides runs a closed loop against each server alone (see
 // closedLoop and sides) and returns the outcomes by side, "cache" and "etcd".
 func (b *bench) closedLoopSides(ctx context.Context, clients int, d time.Duration, minEach int, op func(ctx context.Context, s *server, client, i int) error) (map[string]*outcome, error) {
+	return b.closedLoopPair(ctx, b.cache, b.direct, clients, d, minEach, op)
+}
+
+// closedLoopPair is closedLoopSides against first and second.
+func (b *bench) closedLoopPair(ctx context.Context, first, second *server, clients int, d time.Duration, minEach int, op func(ctx context.Context, s *server, client, i int) error) (map[string]*outcome, error) {
 	out := map[string]*outcome{}
-	err := b.sides(ctx, func(ctx context.Context, s *server) error {
+	err := b.pair(ctx, first, second, func(ctx context.Context, s *server) error {
 		out[s.side()] = closedLoop(ctx, clients, forDuration(clients, d, minEach), func(ctx context.Context, client, i int) error { return op(ctx, s, client, i) })
 		return nil
 	})
 	return out, err
 }
 
-// side names a server in reports: "cache" or "etcd".
-func (s *server) side() string {
-	if s.watchCache {
-		return "cache"
-	}
-	return "etcd"
-}
+// side names a server in reports: "cache", "etcd" or "allow".
+func (s *server) side() string { return s.label }
 
 // kubelet has each client list one node's pods by spec.nodeName, as a
 // kubelet does, over and over.

@@ -153,8 +153,12 @@ func groupThousands(s string) string {
 	return sign + b.String()
 }
 
-// The columns of a scenario's table, in the terminal and in Markdown.
-var tableColumns = []string{"case", "metric", "cache", "etcd", "cache advantage"}
+// tableColumns are the columns of a scenario's table, in the terminal and
+// in Markdown.
+func tableColumns(s Scenario) []string {
+	first, second := s.sideNames()
+	return []string{"case", "metric", first, second, first + " advantage"}
+}
 
 // tableLine is one line of a scenario's table: either a metric's cells, or
 // a note (why a row was skipped or what did not complete) after the case.
@@ -203,7 +207,7 @@ func WriteScenarioText(w io.Writer, s Scenario) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(tableColumns, "\t"))
+	fmt.Fprintln(tw, strings.Join(tableColumns(s), "\t"))
 	for _, l := range tableLines(s) {
 		if l.note != "" {
 			// Not followed by a tab, the note does not widen the metric column.
@@ -277,7 +281,7 @@ var mdAlt = strings.NewReplacer("[", `\[`, "]", `\]`, "\n", " ")
 // writeScenarioMarkdown writes a scenario's section of the Markdown page.
 func writeScenarioMarkdown(b *strings.Builder, s Scenario) {
 	fmt.Fprintf(b, "## %s\n\n%s\n\n", s.Title, s.Workload)
-	fmt.Fprintf(b, "| %s |\n|---|---|--:|--:|--:|\n", strings.Join(tableColumns, " | "))
+	fmt.Fprintf(b, "| %s |\n|---|---|--:|--:|--:|\n", strings.Join(tableColumns(s), " | "))
 	for _, l := range tableLines(s) {
 		cells := append([]string{l.label}, l.cells...)
 		if l.note != "" {

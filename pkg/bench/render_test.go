@@ -200,7 +200,7 @@ func checkColumnsAligned(t *testing.T, table []string) {
 			starts = append(starts, i)
 		}
 	}
-	if len(starts) != len(tableColumns) {
+	if len(starts) != len(tableColumns(Scenario{})) {
 		t.Fatalf("header %q has columns at %v", table[0], starts)
 	}
 	metricLines := 0

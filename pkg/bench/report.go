@@ -41,6 +41,18 @@ type Scenario struct {
 	Workload string `json:"workload"`
 	// Rows are the measured cases, e.g. one per (collection size, object size).
 	Rows []Row `json:"rows"`
+	// Sides names the two servers compared when they are not the cache-on
+	// and the cache-off one: Metric.Cache is measured against the first,
+	// Metric.Etcd against the second.
+	Sides []string `json:"sides,omitempty"`
+}
+
+// sideNames are the names of a scenario's two sides.
+func (s Scenario) sideNames() (first, second string) {
+	if len(s.Sides) == 2 {
+		return s.Sides[0], s.Sides[1]
+	}
+	return "cache", "etcd"
 }
 
 // Row is one case of a scenario.
