@@ -213,7 +213,8 @@ func (b *bench) setup() []string {
 			", fsync off, as in TARGETS.md) and two API servers on it, `watchcache " + strings.Join(serverArgs("<etcd>", "<dir>", true), " ") +
 			"` and the same with `--watch-cache=false`.",
 		"Clients speak JSON over HTTPS (HTTP/1.1, TLS 1.3, connections kept alive) on loopback with the administrator's certificate of " +
-			"each server's generated kubeconfig, and read every response to the end.",
+			"each server's generated kubeconfig, and read every response to the end; in the kubelet-auth scenario, with a kubelet's bearer token " +
+			"(every server reads one token per node from --token-auth-file), or with no credentials against a fourth process, the cache-on server with --authorization-mode=AlwaysAllow.",
 		"Each side of a scenario runs alone: the other server is paused (SIGSTOP) meanwhile, then resumed and given time to catch up. " +
 			"Which side runs first alternates from one case to the next, so that neither always finds the machine warmer.",
 		"CPU figures are the processes' whole processor time over a run (from /proc), idle work such as etcd's heartbeats included, divided by the requests.",
