@@ -18,6 +18,7 @@ import (
 	"os"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 )
 
@@ -52,15 +53,14 @@ type keyConfig struct {
 
 // Config is a loaded EncryptionConfiguration.
 type Config struct {
-	rules []rule
+	// transformers by the resources entries' names: a resource
+	// ("secrets"), every resource of a group ("*.apps", "*." for the
+	// core group) or of every group ("*.*").
+	transformers map[schema.GroupResource]*Transformer
 }
 
-// rule is one resources entry: the resources it covers and their
-// transformer.
-type rule struct {
-	resources   []string
-	transformer *Transformer
-}
+// anyResource is "*.*".
+var anyResource = schema.GroupResource{Group: "*", Resource: "*"}
 
 // Load reads and checks an EncryptionConfiguration; errors name the file
 // and the entry at fault.
@@ -80,6 +80,10 @@ func Load(path string) (*Config, error) {
 	return cfg, nil
 }
 
+// parse checks f as kube-apiserver does and builds its transformers. As
+// upstream, a resource named by several entries gets their providers one
+// after the other, and a resource named after a wildcard entry that
+// covers it is an error (the wildcard would mask it).
 func parse(f *file) (*Config, error) {
 	if f.Kind != "EncryptionConfiguration" || f.APIVersion != "apiserver.config.k8s.io/v1" {
 		return nil, fmt.Errorf("kind %q, apiVersion %q: want EncryptionConfiguration, apiserver.config.k8s.io/v1", f.Kind, f.APIVersion)
@@ -87,31 +91,88 @@ func parse(f *file) (*Config, error) {
 	if len(f.Resources) == 0 {
 		return nil, fmt.Errorf("resources: Required value: at least one resources entry")
 	}
-	cfg := &Config{}
+	providers := map[schema.GroupResource][]provider{}
 	for i, rc := range f.Resources {
 		at := fmt.Sprintf("resources[%d]", i)
-		if len(rc.Resources) == 0 {
-			return nil, fmt.Errorf("%s.resources: Required value: at least one resource", at)
-		}
-		for j, r := range rc.Resources {
-			if r == "" || r != strings.ToLower(r) {
-				return nil, fmt.Errorf("%s.resources[%d]: Invalid value: %q: must be a lowercase resource (plural.group)", at, j, r)
-			}
+		if err := checkResources(rc.Resources); err != nil {
+			return nil, fmt.Errorf("%s.resources%w", at, err)
 		}
 		if len(rc.Providers) == 0 {
 			return nil, fmt.Errorf("%s.providers: Required value: at least one provider", at)
 		}
-		t := &Transformer{}
+		var ps []provider
 		for j, pc := range rc.Providers {
-			ps, err := newProviders(pc)
+			p, err := newProviders(pc)
 			if err != nil {
 				return nil, fmt.Errorf("%s.providers[%d]: %w", at, j, err)
 			}
-			t.providers = append(t.providers, ps...)
+			ps = append(ps, p...)
 		}
-		cfg.rules = append(cfg.rules, rule{resources: rc.Resources, transformer: t})
+		for j, r := range rc.Resources {
+			gr := schema.ParseGroupResource(r)
+			for _, wildcard := range []schema.GroupResource{{Group: gr.Group, Resource: "*"}, anyResource} {
+				if _, masked := providers[wildcard]; masked {
+					return nil, fmt.Errorf("%s.resources[%d]: resource %q is masked by earlier rule %q", at, j, r, yamlName(wildcard))
+				}
+			}
+			providers[gr] = append(providers[gr], ps...)
+		}
+	}
+	cfg := &Config{transformers: map[schema.GroupResource]*Transformer{}}
+	for gr, ps := range providers {
+		cfg.transformers[gr] = &Transformer{providers: ps}
 	}
 	return cfg, nil
+}
+
+// checkResources checks one entry's resources as upstream; an error
+// starts with the index at fault (or none for the whole list).
+func checkResources(resources []string) error {
+	if len(resources) == 0 {
+		return fmt.Errorf(": Required value: at least one resource")
+	}
+	grs := make([]schema.GroupResource, len(resources))
+	for j, r := range resources {
+		grs[j] = schema.ParseGroupResource(r)
+		var problem string
+		switch gr := grs[j]; {
+		case r == "" || r != strings.ToLower(r):
+			problem = "must be a lowercase resource (plural.group)"
+		case r == "*":
+			problem = "use '*.' to encrypt all the resources from core API group or *.* to encrypt all resources"
+		case r == "apiserveripinfo" || r == "serviceipallocations" || r == "servicenodeportallocations":
+			problem = "resources which do not have REST API/s cannot be encrypted"
+		case gr.Group == "events.k8s.io":
+			problem = "'*.events.k8s.io' objects are stored using the 'events' API group in etcd. Use 'events' instead in the config file"
+		case gr.Group == "extensions":
+			problem = "'extensions' group has been removed and cannot be used for encryption"
+		case gr.Group == "*" && gr.Resource != "*":
+			problem = "encrypting the same resource across groups is not supported"
+		default:
+			continue
+		}
+		return fmt.Errorf("[%d]: Invalid value: %q: %s", j, r, problem)
+	}
+	for j, a := range grs {
+		for _, b := range grs[:j] {
+			switch {
+			case a == b:
+				return fmt.Errorf(": Invalid value: %q: the same resource cannot be specified multiple times", resources)
+			case a == anyResource || b == anyResource || a.Group == b.Group && (a.Resource == "*" || b.Resource == "*"):
+				return fmt.Errorf(": Invalid value: %q: using overlapping resources such as 'secrets' and '*.' in the same resource list is not allowed as they will be masked", resources)
+			}
+		}
+	}
+	return nil
+}
+
+// yamlName is how the configuration names gr ("*." for the core group's
+// wildcard).
+func yamlName(gr schema.GroupResource) string {
+	if gr.Group == "" && gr.Resource == "*" {
+		return "*."
+	}
+	return gr.String()
 }
 
 // newProviders returns a provider per key of pc, in order.
@@ -159,6 +220,9 @@ func keyedProviders(kind string, kc *keysConfig, sizes []int, build func(prefix 
 			return nil, fmt.Errorf("%s.name: Duplicate value: %q", at, k.Name)
 		}
 		seen[k.Name] = true
+		if k.Secret == "" {
+			return nil, fmt.Errorf("%s.secret: Required value: secret is a mandatory field for a key", at)
+		}
 		secret, err := base64.StdEncoding.DecodeString(k.Secret)
 		if err != nil {
 			return nil, fmt.Errorf("%s.secret: Invalid value: REDACTED: secrets must be base64 encoded", at)
@@ -185,22 +249,17 @@ func containsInt(list []int, v int) bool {
 }
 
 // For returns the transformer of a resource (group "" for the core
-// group), nil when no entry covers it (values stored as they are). The
-// first entry that names it, or a wildcard of its group ("*.apps", "*."
-// for the core group) or "*.*", wins, as upstream.
+// group), nil when no entry covers it (values stored as they are). As
+// upstream, the resource's own name wins over its group's wildcard
+// ("*.apps", "*." for the core group), which wins over "*.*" (Load
+// refuses a name after a wildcard that covers it).
 func (c *Config) For(group, plural string) *Transformer {
 	if c == nil {
 		return nil
 	}
-	name := plural
-	if group != "" {
-		name = plural + "." + group
-	}
-	for _, r := range c.rules {
-		for _, pattern := range r.resources {
-			if pattern == name || pattern == "*."+group || pattern == "*.*" {
-				return r.transformer
-			}
+	for _, gr := range []schema.GroupResource{{Group: group, Resource: plural}, {Group: group, Resource: "*"}, anyResource} {
+		if t := c.transformers[gr]; t != nil {
+			return t
 		}
 	}
 	return nil

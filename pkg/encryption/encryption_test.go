@@ -107,6 +107,23 @@ func TestFor(t *testing.T) {
 	}
 }
 
+// TestEntriesAccumulate: a resource named by two entries has the first
+// entry's providers, then the second's, as upstream.
+func TestEntriesAccumulate(t *testing.T) {
+	both := mustLoad(t, "- resources: [secrets]\n  providers: [{aesgcm: {keys: [{name: k2, secret: "+key16+"}]}}]\n- resources: [secrets, configmaps]\n  providers: [{aescbc: {keys: [{name: k1, secret: "+key32+"}]}}]\n")
+	old := mustLoad(t, "- resources: [secrets]\n  providers: [{aescbc: {keys: [{name: k1, secret: "+key32+"}]}}]\n").For("", "secrets")
+	stored, _ := old.ToStorage([]byte("old"), "k")
+	if got, stale, err := both.For("", "secrets").FromStorage(stored, "k"); err != nil || !stale || string(got) != "old" {
+		t.Errorf("a value of the second entry's key: %q %v %v", got, stale, err)
+	}
+	if out, _ := both.For("", "secrets").ToStorage([]byte("new"), "k"); !bytes.HasPrefix(out, []byte("k8s:enc:aesgcm:v1:k2:")) {
+		t.Errorf("written as %q", out)
+	}
+	if out, _ := both.For("", "configmaps").ToStorage([]byte("new"), "k"); !bytes.HasPrefix(out, []byte("k8s:enc:aescbc:v1:k1:")) {
+		t.Errorf("config map written as %q", out)
+	}
+}
+
 func TestLoadErrors(t *testing.T) {
 	for resources, want := range map[string]string{
 		"- resources: [secrets]\n  providers: [{aesgcm: {keys: [{name: k, secret: c2hvcnQ=}]}}]\n":                                        "resources[0].providers[0]: aesgcm.keys[0].secret: Invalid value: REDACTED: secret is not of the expected length, got 5",
@@ -118,6 +135,15 @@ func TestLoadErrors(t *testing.T) {
 		"- resources: [secrets]\n  providers: []\n":                                                                                       "resources[0].providers: Required value",
 		"- resources: [Secrets]\n  providers: [{identity: {}}]\n":                                                                         "must be a lowercase resource",
 		"- resources: [secrets]\n  providers: [{identity: {}}]\n  colour: red\n":                                                          "unknown field",
+		"- resources: [secrets]\n  providers: [{aesgcm: {keys: [{name: k}]}}]\n":                                                          "aesgcm.keys[0].secret: Required value",
+		"- resources: [secrets, '*']\n  providers: [{identity: {}}]\n":                                                                    "resources[0].resources[1]: Invalid value: \"*\": use '*.'",
+		"- resources: [secrets.*]\n  providers: [{identity: {}}]\n":                                                                       "across groups is not supported",
+		"- resources: [events.events.k8s.io]\n  providers: [{identity: {}}]\n":                                                            "Use 'events' instead",
+		"- resources: [secrets, secrets]\n  providers: [{identity: {}}]\n":                                                                "the same resource cannot be specified multiple times",
+		"- resources: [secrets, '*.']\n  providers: [{identity: {}}]\n":                                                                   "using overlapping resources",
+		"- resources: [deployments.apps, '*.*']\n  providers: [{identity: {}}]\n":                                                         "using overlapping resources",
+		"- resources: ['*.']\n  providers: [{identity: {}}]\n- resources: [secrets]\n  providers: [{identity: {}}]\n":                     "resources[1].resources[0]: resource \"secrets\" is masked by earlier rule \"*.\"",
+		"- resources: ['*.*']\n  providers: [{identity: {}}]\n- resources: ['*.apps']\n  providers: [{identity: {}}]\n":                   "resource \"*.apps\" is masked by earlier rule \"*.*\"",
 	} {
 		_, err := load(t, resources)
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "enc.yaml") {
