@@ -1,10 +1,18 @@
 package resource
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 )
 
 // rbac is the group of the RBAC kinds, which the authorizer reads from
@@ -17,19 +25,25 @@ const (
 	authentication = "authentication.k8s.io"
 )
 
-// Builtins returns the built-in core/v1 resources, fresh on each call.
+// all is the category of `kubectl get all`, as kube-apiserver assigns it.
+var all = []string{"all"}
+
+// Builtins returns the built-in resources, fresh on each call: the
+// generic control plane's kinds and the workloads controllers most often
+// create, with kube-apiserver's names, short names, categories, scope and
+// selectable fields.
 func Builtins() []*Resource {
-	return []*Resource{
+	rs := []*Resource{
 		{Version: "v1", Kind: "Namespace", Plural: "namespaces", Singular: "namespace", ShortNames: []string{"ns"},
 			SelectableFields: []string{"status.phase"}, StrategicMergeType: corev1.Namespace{}},
 		{Version: "v1", Kind: "Node", Plural: "nodes", Singular: "node", ShortNames: []string{"no"},
 			SelectableFields: []string{"spec.unschedulable"}, StrategicMergeType: corev1.Node{}},
-		{Version: "v1", Kind: "Pod", Plural: "pods", Singular: "pod", ShortNames: []string{"po"}, Namespaced: true,
+		{Version: "v1", Kind: "Pod", Plural: "pods", Singular: "pod", ShortNames: []string{"po"}, Namespaced: true, Categories: all,
 			SelectableFields: []string{"spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
 				"status.phase", "status.podIP", "status.nominatedNodeName"},
 			IndexedFields: []string{"spec.nodeName"}, StrategicMergeType: corev1.Pod{}},
 		{Version: "v1", Kind: "Service", Plural: "services", Singular: "service", ShortNames: []string{"svc"}, Namespaced: true,
-			StrategicMergeType: corev1.Service{}},
+			Categories: all, StrategicMergeType: corev1.Service{}},
 		{Version: "v1", Kind: "ConfigMap", Plural: "configmaps", Singular: "configmap", ShortNames: []string{"cm"}, Namespaced: true,
 			StrategicMergeType: corev1.ConfigMap{}},
 		{Version: "v1", Kind: "Secret", Plural: "secrets", Singular: "secret", Namespaced: true,
@@ -42,6 +56,48 @@ func Builtins() []*Resource {
 		{Version: "v1", Kind: "ServiceAccount", Plural: "serviceaccounts", Singular: "serviceaccount", ShortNames: []string{"sa"},
 			Namespaced: true, StrategicMergeType: corev1.ServiceAccount{},
 			Subresources: []Subresource{{Name: "token", Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}}},
+		{Version: "v1", Kind: "ResourceQuota", Plural: "resourcequotas", ShortNames: []string{"quota"}, Namespaced: true,
+			StrategicMergeType: corev1.ResourceQuota{}},
+		{Version: "v1", Kind: "LimitRange", Plural: "limitranges", ShortNames: []string{"limits"}, Namespaced: true,
+			StrategicMergeType: corev1.LimitRange{}},
+		{Version: "v1", Kind: "Endpoints", Plural: "endpoints", ShortNames: []string{"ep"}, Namespaced: true,
+			StrategicMergeType: corev1.Endpoints{}},
+		{Version: "v1", Kind: "PersistentVolumeClaim", Plural: "persistentvolumeclaims", ShortNames: []string{"pvc"}, Namespaced: true,
+			StrategicMergeType: corev1.PersistentVolumeClaim{}},
+		{Version: "v1", Kind: "PersistentVolume", Plural: "persistentvolumes", ShortNames: []string{"pv"},
+			StrategicMergeType: corev1.PersistentVolume{}},
+		{Version: "v1", Kind: "ReplicationController", Plural: "replicationcontrollers", ShortNames: []string{"rc"}, Namespaced: true,
+			Categories: all, SelectableFields: []string{"status.replicas"}, StrategicMergeType: corev1.ReplicationController{}},
+		{Version: "v1", Kind: "PodTemplate", Plural: "podtemplates", Namespaced: true, StrategicMergeType: corev1.PodTemplate{}},
+		{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease", Plural: "leases", Namespaced: true,
+			StrategicMergeType: coordinationv1.Lease{}},
+		{Group: "apps", Version: "v1", Kind: "Deployment", Plural: "deployments", ShortNames: []string{"deploy"}, Namespaced: true,
+			Categories: all, StrategicMergeType: appsv1.Deployment{}},
+		{Group: "apps", Version: "v1", Kind: "ReplicaSet", Plural: "replicasets", ShortNames: []string{"rs"}, Namespaced: true,
+			Categories: all, SelectableFields: []string{"status.replicas"}, StrategicMergeType: appsv1.ReplicaSet{}},
+		{Group: "apps", Version: "v1", Kind: "StatefulSet", Plural: "statefulsets", ShortNames: []string{"sts"}, Namespaced: true,
+			Categories: all, StrategicMergeType: appsv1.StatefulSet{}},
+		{Group: "apps", Version: "v1", Kind: "DaemonSet", Plural: "daemonsets", ShortNames: []string{"ds"}, Namespaced: true,
+			Categories: all, StrategicMergeType: appsv1.DaemonSet{}},
+		{Group: "apps", Version: "v1", Kind: "ControllerRevision", Plural: "controllerrevisions", Namespaced: true,
+			StrategicMergeType: appsv1.ControllerRevision{}},
+		{Group: "batch", Version: "v1", Kind: "Job", Plural: "jobs", Namespaced: true, Categories: all,
+			SelectableFields: []string{"status.successful"}, StrategicMergeType: batchv1.Job{}},
+		{Group: "batch", Version: "v1", Kind: "CronJob", Plural: "cronjobs", ShortNames: []string{"cj"}, Namespaced: true,
+			Categories: all, StrategicMergeType: batchv1.CronJob{}},
+		{Group: "discovery.k8s.io", Version: "v1", Kind: "EndpointSlice", Plural: "endpointslices", Namespaced: true,
+			StrategicMergeType: discoveryv1.EndpointSlice{}},
+		{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget", Plural: "poddisruptionbudgets", ShortNames: []string{"pdb"},
+			Namespaced: true, StrategicMergeType: policyv1.PodDisruptionBudget{}},
+		{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress", Plural: "ingresses", ShortNames: []string{"ing"}, Namespaced: true,
+			StrategicMergeType: networkingv1.Ingress{}},
+		{Group: "networking.k8s.io", Version: "v1", Kind: "IngressClass", Plural: "ingressclasses", StrategicMergeType: networkingv1.IngressClass{}},
+		{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy", Plural: "networkpolicies", ShortNames: []string{"netpol"},
+			Namespaced: true, StrategicMergeType: networkingv1.NetworkPolicy{}},
+		{Group: "scheduling.k8s.io", Version: "v1", Kind: "PriorityClass", Plural: "priorityclasses", ShortNames: []string{"pc"},
+			StrategicMergeType: schedulingv1.PriorityClass{}},
+		{Group: "storage.k8s.io", Version: "v1", Kind: "StorageClass", Plural: "storageclasses", ShortNames: []string{"sc"},
+			StrategicMergeType: storagev1.StorageClass{}},
 		{Group: rbac, Version: "v1", Kind: "Role", Plural: "roles", Singular: "role", Namespaced: true,
 			StrategicMergeType: rbacv1.Role{}},
 		{Group: rbac, Version: "v1", Kind: "RoleBinding", Plural: "rolebindings", Singular: "rolebinding", Namespaced: true,
@@ -63,4 +119,8 @@ func Builtins() []*Resource {
 		{Group: authentication, Version: "v1", Kind: "SelfSubjectReview", Plural: "selfsubjectreviews", CreateOnly: true,
 			StrategicMergeType: authenticationv1.SelfSubjectReview{}},
 	}
+	for _, r := range rs {
+		r.builtin = true
+	}
+	return rs
 }

@@ -21,6 +21,8 @@ type Resource struct {
 	Plural     string   `json:"plural"`
 	Singular   string   `json:"singular"`
 	ShortNames []string `json:"shortNames,omitempty"`
+	// Categories group resources for kubectl ("all": `kubectl get all`).
+	Categories []string `json:"categories,omitempty"`
 	Namespaced bool     `json:"namespaced"`
 	// SelectableFields are the JSON paths field selectors may use besides
 	// metadata.name and metadata.namespace.
@@ -41,6 +43,9 @@ type Resource struct {
 	StrategicMergeType any `json:"-"`
 
 	schema *object.Schema
+	// builtin marks the kinds of Builtins, whose groups (apps, batch, ...)
+	// need not contain a dot.
+	builtin bool
 }
 
 // Subresource is a subresource answered by an action: a POST of an object
@@ -84,8 +89,8 @@ func (r *Resource) ListKind() string { return r.Kind + "List" }
 func (r *Resource) Schema() *object.Schema { return r.schema }
 
 // EtcdPrefix is where the resource's objects live in etcd under root:
-// root/<group>/<plural>, the core group spelled "core" (custom groups
-// always contain a dot, so they cannot collide with it).
+// root/<group>/<plural>, the core group spelled "core" (no built-in group
+// is named core, and custom groups contain a dot).
 func (r *Resource) EtcdPrefix(root string) string {
 	group := r.Group
 	if group == "" {
@@ -119,7 +124,7 @@ var (
 // complete checks the description and builds the schema.
 func (r *Resource) complete() error {
 	switch {
-	case r.Group != "" && (!strings.Contains(r.Group, ".") || !isDNSSubdomain(r.Group)):
+	case r.Group != "" && (!strings.Contains(r.Group, ".") && !r.builtin || !isDNSSubdomain(r.Group)):
 		return fmt.Errorf("group %q must be a DNS subdomain containing a dot (e.g. example.com)", r.Group)
 	case !versionRE.MatchString(r.Version):
 		return fmt.Errorf("version %q must look like v1, v2beta1 or v1alpha2", r.Version)

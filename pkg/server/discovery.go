@@ -118,6 +118,7 @@ func apiResource(res *resource.Resource) metav1.APIResource {
 		Kind:         res.Kind,
 		Verbs:        verbs,
 		ShortNames:   res.ShortNames,
+		Categories:   res.Categories,
 	}
 }
 

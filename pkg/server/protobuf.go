@@ -3,10 +3,18 @@ package server
 import (
 	"encoding/json"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,13 +25,15 @@ import (
 // built-in kinds.
 const protobufType = "application/vnd.kubernetes.protobuf"
 
-// protobufDecoder decodes protobuf bodies of the built-in kinds (core/v1,
-// RBAC, reviews, TokenRequest) and of meta/v1 options. Responses are always JSON, which every client
+// protobufDecoder decodes protobuf bodies of the built-in kinds (the groups
+// of resource.Builtins) and of meta/v1 options. Responses are always JSON, which every client
 // accepts.
 var protobufDecoder = func() runtime.Decoder {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, rbacv1.AddToScheme,
-		authenticationv1.AddToScheme, authorizationv1.AddToScheme} {
+		authenticationv1.AddToScheme, authorizationv1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme,
+		coordinationv1.AddToScheme, discoveryv1.AddToScheme, networkingv1.AddToScheme, policyv1.AddToScheme,
+		schedulingv1.AddToScheme, storagev1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			panic(err)
 		}

@@ -1,0 +1,107 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// TestLeaderElection: three client-go leader-election candidates on one
+// Lease: one leader at a time, and when it stops (releasing the Lease)
+// another takes over.
+func TestLeaderElection(t *testing.T) {
+	ctx := cgContext(t)
+	ns := cgNamespace(t, cgDynamic(t), "election")
+	cs := clientset(t, cgConfig(nil))
+	var leading atomic.Int32 // candidates leading right now
+	var overlap atomic.Bool
+	elected := make(chan int, 3)
+	stops := make([]context.CancelFunc, 3)
+	var wg sync.WaitGroup
+	for i := range stops {
+		cctx, stop := context.WithCancel(ctx)
+		stops[i] = stop
+		lock := &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Namespace: ns, Name: "controller"}, Client: cs.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: fmt.Sprintf("candidate-%d", i)}}
+		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock: lock, LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond,
+			ReleaseOnCancel: true,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(context.Context) {
+					if leading.Add(1) > 1 {
+						overlap.Store(true)
+					}
+					elected <- i
+				},
+				OnStoppedLeading: func() { leading.Add(-1) },
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { le.Run(cctx) })
+	}
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+		wg.Wait()
+	}()
+	first := waitElected(t, elected)
+	lease, err := cs.CoordinationV1().Leases(ns).Get(ctx, "controller", metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != fmt.Sprintf("candidate-%d", first) {
+		t.Fatalf("lease after the first election: %+v %v", lease, err)
+	}
+	stops[first]()
+	second := waitElected(t, elected)
+	if second == first {
+		t.Errorf("candidate %d was elected again after it stopped", first)
+	}
+	if overlap.Load() {
+		t.Error("two candidates led at once")
+	}
+}
+
+func waitElected(t *testing.T, elected <-chan int) int {
+	t.Helper()
+	select {
+	case i := <-elected:
+		return i
+	case <-time.After(cgTimeout):
+		t.Fatal("no candidate was elected")
+		return -1
+	}
+}
+
+// TestWorkloadKinds: kubectl creates a deployment and finds it, with the
+// other workload kinds, by short name and in `kubectl get all`.
+func TestWorkloadKinds(t *testing.T) {
+	k := newKubectl(t, "workloads")
+	k.must("create", "deployment", "web", "--image=nginx")
+	k.must("create", "job", "once", "--image=busybox")
+	k.must("create", "cronjob", "nightly", "--image=busybox", "--schedule=0 0 * * *")
+	out := k.must("get", "all")
+	for _, want := range []string{"deployment.apps/web", "job.batch/once", "cronjob.batch/nightly"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl get all lacks %s:\n%s", want, out)
+		}
+	}
+	if out := k.must("get", "deploy", "-o", "name"); strings.TrimSpace(out) != "deployment.apps/web" {
+		t.Errorf("kubectl get deploy: %q", out)
+	}
+	for _, res := range []string{"leases", "endpointslices", "pdb", "ingresses", "netpol", "rs", "sts", "ds", "controllerrevisions",
+		"quota", "limits", "ep", "pvc", "rc", "podtemplates"} {
+		k.must("get", res)
+	}
+	for _, res := range []string{"pv", "ingressclasses", "priorityclasses", "storageclasses"} {
+		k.must("get", res)
+	}
+}
