@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -103,5 +104,58 @@ func TestWorkloadKinds(t *testing.T) {
 	}
 	for _, res := range []string{"pv", "ingressclasses", "priorityclasses", "storageclasses"} {
 		k.must("get", res)
+	}
+}
+
+// TestStatusAndScale: the status subresource splits spec from status as
+// kube-apiserver's strategies do, generation counts spec changes, and
+// kubectl scale goes through /scale.
+func TestStatusAndScale(t *testing.T) {
+	k := newKubectl(t, "scale")
+	k.must("create", "deployment", "web", "--image=nginx", "--replicas=2")
+	ctx := cgContext(t)
+	deployments := clientset(t, cgConfig(nil)).AppsV1().Deployments(k.ns)
+	d, err := deployments.Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Generation != 1 || d.Status.Replicas != 0 {
+		t.Errorf("created: generation %d, status %+v", d.Generation, d.Status)
+	}
+
+	// /status changes only status.
+	d.Status.Replicas, d.Status.ObservedGeneration = 2, 1
+	d.Spec.Paused = true
+	d.Labels = map[string]string{"changed": "by-status"}
+	if d, err = deployments.UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d.Status.Replicas != 2 || d.Spec.Paused || d.Labels["changed"] != "" || d.Generation != 1 {
+		t.Errorf("after UpdateStatus: paused %v, labels %v, status %+v, generation %d", d.Spec.Paused, d.Labels, d.Status, d.Generation)
+	}
+	// An update of the object keeps status; a label change is not a spec change.
+	d.Status.Replicas = 99
+	d.Labels = map[string]string{"tier": "front"}
+	if d, err = deployments.Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d.Status.Replicas != 2 || d.Generation != 1 || d.Labels["tier"] != "front" {
+		t.Errorf("after Update: status %+v, generation %d, labels %v", d.Status, d.Generation, d.Labels)
+	}
+
+	k.must("scale", "deployment", "web", "--replicas=5")
+	if d, err = deployments.Get(ctx, "web", metav1.GetOptions{}); err != nil || *d.Spec.Replicas != 5 || d.Generation != 2 || d.Status.Replicas != 2 {
+		t.Errorf("after kubectl scale: %v replicas %d, generation %d, status %+v", err, *d.Spec.Replicas, d.Generation, d.Status)
+	}
+	scale, err := deployments.GetScale(ctx, "web", metav1.GetOptions{})
+	if err != nil || scale.Spec.Replicas != 5 || scale.Status.Replicas != 2 || scale.Status.Selector != "app=web" {
+		t.Errorf("GetScale: %+v %v", scale, err)
+	}
+	scale.ResourceVersion = "1"
+	if _, err := deployments.UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+		t.Errorf("UpdateScale with a stale resourceVersion: %v", err)
+	}
+	if out := k.fail("scale", "configmap", "x", "--replicas=1"); !strings.Contains(out, "not found") && !strings.Contains(out, "cannot") {
+		t.Errorf("kubectl scale configmap: %s", out)
 	}
 }

@@ -38,6 +38,17 @@ type Resource struct {
 	// (serviceaccounts/token), for routing and discovery.
 	Subresources []Subresource `json:"-"`
 
+	// Status says the kind has a status subresource: writes of the object
+	// keep its status (a create drops it), writes of /status change only
+	// the status.
+	Status bool `json:"-"`
+	// Generation says metadata.generation counts changes to anything but
+	// metadata and status: 1 on create, one more on each such update.
+	Generation bool `json:"-"`
+	// Scale says the kind has a scale subresource (autoscaling/v1 Scale
+	// over spec.replicas, status.replicas and spec.selector).
+	Scale bool `json:"-"`
+
 	// StrategicMergeType is a value of the kind's Go type from k8s.io/api,
 	// for strategic merge patch; nil for custom resources.
 	StrategicMergeType any `json:"-"`

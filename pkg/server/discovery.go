@@ -29,6 +29,9 @@ func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) {
 // resourceVerbs are the verbs every resource supports.
 var resourceVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 
+// subresourceVerbs are the verbs of /status and /scale.
+var subresourceVerbs = metav1.Verbs{"get", "patch", "update"}
+
 // createVerb is the one verb of reviews and action subresources.
 var createVerb = metav1.Verbs{"create"}
 
@@ -98,6 +101,14 @@ func (s *Server) resourceList(groupVersion string) *metav1.APIResourceList {
 	}
 	for _, res := range s.registry.InGroupVersion(groupVersion) {
 		list.APIResources = append(list.APIResources, apiResource(res))
+		if res.Status {
+			list.APIResources = append(list.APIResources, metav1.APIResource{Name: res.Plural + "/status", Namespaced: res.Namespaced,
+				Kind: res.Kind, Verbs: subresourceVerbs})
+		}
+		if res.Scale {
+			list.APIResources = append(list.APIResources, metav1.APIResource{Name: res.Plural + "/scale", Namespaced: res.Namespaced,
+				Group: "autoscaling", Version: "v1", Kind: "Scale", Verbs: subresourceVerbs})
+		}
 		for _, sub := range res.Subresources {
 			list.APIResources = append(list.APIResources, metav1.APIResource{Name: res.Plural + "/" + sub.Name,
 				Namespaced: res.Namespaced, Group: sub.Group, Version: sub.Version, Kind: sub.Kind, Verbs: createVerb})

@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -33,7 +34,7 @@ var protobufDecoder = func() runtime.Decoder {
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, rbacv1.AddToScheme,
 		authenticationv1.AddToScheme, authorizationv1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme,
 		coordinationv1.AddToScheme, discoveryv1.AddToScheme, networkingv1.AddToScheme, policyv1.AddToScheme,
-		schedulingv1.AddToScheme, storagev1.AddToScheme} {
+		schedulingv1.AddToScheme, storagev1.AddToScheme, autoscalingv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			panic(err)
 		}

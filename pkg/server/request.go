@@ -50,7 +50,7 @@ func (s *Server) parseResourcePath(r *http.Request) (*request, *apiError) {
 	if req.res.Namespaced && req.name != "" && req.namespace == "" {
 		return nil, notFoundPath()
 	}
-	if req.subresource != "" && s.actions[ActionKey(req.res, req.subresource)] == nil {
+	if req.subresource != "" && s.actions[ActionKey(req.res, req.subresource)] == nil && !hasStoredSubresource(req.res, req.subresource) {
 		return nil, notFoundPath()
 	}
 	if req.verb == "" {

@@ -144,11 +144,15 @@ func isDiscoveryPath(path string) bool {
 }
 
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *request) {
+	store := s.stores[req.res]
+	if hasStoredSubresource(req.res, req.subresource) {
+		s.serveStoredSubresource(w, r, req, store)
+		return
+	}
 	if req.subresource != "" || !req.res.Stored() {
 		s.serveAction(w, r, req)
 		return
 	}
-	store := s.stores[req.res]
 	switch req.verb {
 	case "get":
 		s.get(w, r, req, store)

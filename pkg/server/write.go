@@ -8,6 +8,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
+	"github.com/watchcache/watchcache/pkg/strategy"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kjson "sigs.k8s.io/json"
 )
@@ -43,6 +44,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request, st
 			writeError(w, aerr, req.res, name)
 			return
 		}
+		strategy.PrepareForCreate(req.res, obj)
 		data, err := json.Marshal(obj)
 		if err == nil {
 			err = s.admit(r.Context(), req, data)
@@ -194,6 +196,13 @@ func prepareUpdate(obj map[string]any, req *request, cur *object.Object) ([]byte
 		return nil, storage.NewError(storage.ErrConflict, cur.Key(), "the object has been modified; please apply your changes to the latest version and try again")
 	}
 	delete(meta, "resourceVersion")
+	if req.res.Status || req.res.Generation {
+		var old map[string]any
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &old); err != nil {
+			return nil, err
+		}
+		strategy.PrepareForUpdate(req.res, req.subresource, obj, old)
+	}
 	return json.Marshal(obj)
 }
 

@@ -1,0 +1,126 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/watchcache/watchcache/pkg/object"
+	"github.com/watchcache/watchcache/pkg/resource"
+	"github.com/watchcache/watchcache/pkg/storage"
+	"github.com/watchcache/watchcache/pkg/strategy"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	kjson "sigs.k8s.io/json"
+)
+
+// hasStoredSubresource reports whether res serves sub from its own store:
+// status (the object, of which only status is written) or scale.
+func hasStoredSubresource(res *resource.Resource, sub string) bool {
+	return sub == "status" && res.Status || sub == "scale" && res.Scale
+}
+
+// serveStoredSubresource answers get, update and patch of /status and
+// /scale.
+func (s *Server) serveStoredSubresource(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
+	switch {
+	case req.verb != "get" && req.verb != "update" && req.verb != "patch":
+		writeError(w, newAPIError(http.StatusMethodNotAllowed, "MethodNotAllowed", "the server does not allow this method on the requested resource"), req.res, req.name)
+	case req.subresource == "status" && req.verb == "get":
+		s.get(w, r, req, store)
+	case req.subresource == "status" && req.verb == "update":
+		s.update(w, r, req, store)
+	case req.subresource == "status":
+		s.patch(w, r, req, store)
+	case req.verb == "get":
+		obj, err := store.Get(r.Context(), req.key(), storage.GetOptions{ResourceVersion: r.URL.Query().Get("resourceVersion")})
+		if err != nil {
+			writeError(w, err, req.res, req.name)
+			return
+		}
+		s.writeScale(w, req, obj)
+	default:
+		s.updateScale(w, r, req, store)
+	}
+}
+
+// scaleKind is the Scale kind, for strategic merge patches of /scale.
+var scaleKind = &resource.Resource{Kind: "Scale", StrategicMergeType: autoscalingv1.Scale{}}
+
+// updateScale answers a PUT or PATCH of /scale: spec.replicas of the Scale
+// becomes the object's, with the Scale's resourceVersion, if any, as a
+// precondition.
+func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
+	var patchType string
+	if req.verb == "patch" {
+		patchType = mediaType(r)
+		if aerr := checkPatchType(patchType, scaleKind); aerr != nil {
+			writeError(w, aerr, req.res, req.name)
+			return
+		}
+	}
+	var body []byte
+	var aerr *apiError
+	if req.verb == "patch" {
+		body, aerr = readBody(r)
+	} else {
+		body, aerr = readJSONBody(r, "Scale", true)
+	}
+	if aerr != nil {
+		writeError(w, aerr, req.res, req.name)
+		return
+	}
+	if dryRunAsked(r) {
+		writeError(w, errDryRun, req.res, req.name)
+		return
+	}
+	updated, err := store.GuaranteedUpdate(r.Context(), req.key(), nil, func(cur *object.Object) ([]byte, error) {
+		scaleJSON := body
+		if req.verb == "patch" {
+			current, err := strategy.ScaleOf(req.res, cur.JSON())
+			if err != nil {
+				return nil, err
+			}
+			doc, _ := json.Marshal(current)
+			var aerr *apiError
+			if scaleJSON, aerr = applyPatch(patchType, doc, body, scaleKind); aerr != nil {
+				return nil, aerr
+			}
+		}
+		var scale autoscalingv1.Scale
+		if err := json.Unmarshal(scaleJSON, &scale); err != nil {
+			return nil, badRequest("the request body is not a Scale: %v", err)
+		}
+		if scale.Spec.Replicas < 0 {
+			return nil, invalid(req.res, req.name, "spec.replicas", "Invalid value: "+jsonString(scale.Spec.Replicas)+": must be greater than or equal to 0")
+		}
+		if scale.ResourceVersion != "" && scale.ResourceVersion != storage.FormatResourceVersion(cur.ResourceVersion()) {
+			return nil, storage.NewError(storage.ErrConflict, cur.Key(), "the object has been modified; please apply your changes to the latest version and try again")
+		}
+		var obj map[string]any
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &obj); err != nil {
+			return nil, err
+		}
+		strategy.SetReplicas(obj, scale.Spec.Replicas)
+		return s.prepareAdmittedUpdate(r.Context(), obj, &request{verb: "update", res: req.res, namespace: req.namespace, name: req.name}, cur)
+	}, nil)
+	if err != nil {
+		writeError(w, err, req.res, req.name)
+		return
+	}
+	s.written(r.Context(), req, updated)
+	s.writeScale(w, req, updated)
+}
+
+// writeScale answers with obj's Scale.
+func (s *Server) writeScale(w http.ResponseWriter, req *request, obj *object.Object) {
+	scale, err := strategy.ScaleOf(req.res, obj.JSON())
+	if err != nil {
+		writeError(w, err, req.res, req.name)
+		return
+	}
+	writeJSON(w, http.StatusOK, scale)
+}
+
+func jsonString(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

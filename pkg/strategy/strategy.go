@@ -1,0 +1,154 @@
+// Package strategy is what kube-apiserver's per-kind strategies do to an
+// object on its way to storage, for the parts that are the same for every
+// kind and so are data here (resource.Resource's Status, Generation and
+// Scale): the status/spec split of the status subresource and
+// metadata.generation counting spec changes.
+//
+// Objects are JSON objects decoded as map[string]any; the functions change
+// them in place.
+package strategy
+
+import (
+	"encoding/json"
+	"reflect"
+
+	"github.com/watchcache/watchcache/pkg/resource"
+)
+
+// PrepareForCreate readies a new object: a kind with a status subresource
+// starts with no status (clients write it through /status; defaults may
+// add, e.g., a pod's phase), and a kind that counts generations starts at
+// generation 1.
+func PrepareForCreate(res *resource.Resource, obj map[string]any) {
+	if res.Status {
+		delete(obj, "status")
+	}
+	if res.Generation {
+		metadata(obj)["generation"] = int64(1)
+	}
+}
+
+// PrepareForUpdate readies obj, the new state sent for an update of the
+// object (subresource "") or of its status ("status"), over old, the
+// stored state:
+//   - an update of the object keeps old's status when the kind has a status
+//     subresource;
+//   - an update of the status keeps everything but status (and the
+//     resourceVersion the client sent, for its precondition) from old;
+//   - generation goes up by one when anything but metadata and status
+//     changed, and is never the client's to set.
+func PrepareForUpdate(res *resource.Resource, subresource string, obj, old map[string]any) {
+	if subresource == "status" {
+		status, hasStatus := obj["status"]
+		rv, hasRV := metadata(obj)["resourceVersion"]
+		for k := range obj {
+			delete(obj, k)
+		}
+		for k, v := range deepCopy(old) {
+			obj[k] = v
+		}
+		delete(obj, "status")
+		if hasStatus {
+			obj["status"] = status
+		}
+		meta := metadata(obj)
+		delete(meta, "resourceVersion")
+		if hasRV {
+			meta["resourceVersion"] = rv
+		}
+		return
+	}
+	if res.Status {
+		if status, ok := old["status"]; ok {
+			obj["status"] = status
+		} else {
+			delete(obj, "status")
+		}
+	}
+	if res.Generation {
+		generation := generationOf(old)
+		if specChanged(obj, old) {
+			generation++
+		}
+		metadata(obj)["generation"] = generation
+	}
+}
+
+// specChanged reports whether anything but metadata and status differs.
+func specChanged(obj, old map[string]any) bool {
+	keys := map[string]bool{}
+	for k := range obj {
+		keys[k] = true
+	}
+	for k := range old {
+		keys[k] = true
+	}
+	for k := range keys {
+		if k == "metadata" || k == "status" {
+			continue
+		}
+		if !equalJSON(obj[k], old[k]) {
+			return true
+		}
+	}
+	return false
+}
+
+// equalJSON compares two decoded JSON values (numbers may be float64,
+// int64 or json.Number, depending on the decoder).
+func equalJSON(a, b any) bool {
+	if reflect.DeepEqual(a, b) {
+		return true
+	}
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb)
+}
+
+// generationOf reads metadata.generation (0 when absent).
+func generationOf(obj map[string]any) int64 {
+	switch g := metadata(obj)["generation"].(type) {
+	case int64:
+		return g
+	case float64:
+		return int64(g)
+	case json.Number:
+		n, _ := g.Int64()
+		return n
+	}
+	return 0
+}
+
+// metadata returns obj's metadata, adding an empty one if absent (callers
+// have checked it is an object).
+func metadata(obj map[string]any) map[string]any {
+	m, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		m = map[string]any{}
+		obj["metadata"] = m
+	}
+	return m
+}
+
+// deepCopy copies a decoded JSON object.
+func deepCopy(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = deepCopyValue(v)
+	}
+	return out
+}
+
+func deepCopyValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		return deepCopy(v)
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = deepCopyValue(x)
+		}
+		return out
+	}
+	return v
+}

@@ -1,0 +1,96 @@
+package strategy
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/watchcache/watchcache/pkg/resource"
+)
+
+var (
+	deployments = &resource.Resource{Group: "apps", Kind: "Deployment", Status: true, Generation: true, Scale: true}
+	services    = &resource.Resource{Kind: "Service", Status: true}
+	rcs         = &resource.Resource{Kind: "ReplicationController", Status: true, Generation: true, Scale: true}
+)
+
+func decode(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func encode(m map[string]any) string {
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+func TestPrepareForCreate(t *testing.T) {
+	obj := decode(t, `{"metadata":{"name":"d","generation":7},"spec":{"replicas":2},"status":{"replicas":5}}`)
+	PrepareForCreate(deployments, obj)
+	if got := encode(obj); got != `{"metadata":{"generation":1,"name":"d"},"spec":{"replicas":2}}` {
+		t.Errorf("deployment: %s", got)
+	}
+	obj = decode(t, `{"metadata":{"name":"s"},"spec":{},"status":{"loadBalancer":{}}}`)
+	PrepareForCreate(services, obj)
+	if got := encode(obj); got != `{"metadata":{"name":"s"},"spec":{}}` {
+		t.Errorf("service: %s", got)
+	}
+	plain := &resource.Resource{Kind: "ConfigMap"}
+	obj = decode(t, `{"metadata":{"name":"c"},"status":{"x":1}}`)
+	PrepareForCreate(plain, obj)
+	if got := encode(obj); got != `{"metadata":{"name":"c"},"status":{"x":1}}` {
+		t.Errorf("a kind without status subresource: %s", got)
+	}
+}
+
+func TestPrepareForUpdate(t *testing.T) {
+	old := `{"metadata":{"name":"d","generation":3,"labels":{"a":"1"},"resourceVersion":"10"},"spec":{"replicas":2},"status":{"replicas":2}}`
+	for _, tc := range []struct {
+		name, sub, obj, want string
+	}{
+		{"spec change: status kept, generation up", "", `{"metadata":{"name":"d","generation":99},"spec":{"replicas":3},"status":{"replicas":9}}`,
+			`{"metadata":{"generation":4,"name":"d"},"spec":{"replicas":3},"status":{"replicas":2}}`},
+		{"metadata only: generation kept", "", `{"metadata":{"name":"d","labels":{"b":"2"}},"spec":{"replicas":2}}`,
+			`{"metadata":{"generation":3,"labels":{"b":"2"},"name":"d"},"spec":{"replicas":2},"status":{"replicas":2}}`},
+		{"status: only status taken", "status", `{"metadata":{"name":"d","labels":{"b":"2"},"resourceVersion":"10"},"spec":{"replicas":7},"status":{"replicas":1}}`,
+			`{"metadata":{"generation":3,"labels":{"a":"1"},"name":"d","resourceVersion":"10"},"spec":{"replicas":2},"status":{"replicas":1}}`},
+		{"status removed through /status", "status", `{"metadata":{"name":"d"},"spec":{}}`,
+			`{"metadata":{"generation":3,"labels":{"a":"1"},"name":"d"},"spec":{"replicas":2}}`},
+	} {
+		obj := decode(t, tc.obj)
+		oldMap := decode(t, old)
+		PrepareForUpdate(deployments, tc.sub, obj, oldMap)
+		if got := encode(obj); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
+		}
+		if encode(oldMap) != encode(decode(t, old)) {
+			t.Errorf("%s: old changed", tc.name)
+		}
+	}
+}
+
+func TestScale(t *testing.T) {
+	s, err := ScaleOf(deployments, []byte(`{"metadata":{"name":"d","namespace":"ns","resourceVersion":"5"},"spec":{"selector":{"matchLabels":{"app":"web"},"matchExpressions":[{"key":"tier","operator":"In","values":["a","b"]}]}},"status":{"replicas":2}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Kind != "Scale" || s.APIVersion != "autoscaling/v1" || s.Name != "d" || s.ResourceVersion != "5" || s.Spec.Replicas != 1 ||
+		s.Status.Replicas != 2 || s.Status.Selector != "app=web,tier in (a,b)" {
+		t.Errorf("deployment scale: %+v", s)
+	}
+	s, err = ScaleOf(rcs, []byte(`{"metadata":{"name":"r"},"spec":{"replicas":4,"selector":{"app":"web"}}}`))
+	if err != nil || s.Spec.Replicas != 4 || s.Status.Selector != "app=web" {
+		t.Errorf("rc scale: %+v %v", s, err)
+	}
+	if _, err := ScaleOf(deployments, []byte(`{"spec":{"selector":{"matchExpressions":[{"key":"a","operator":"Bogus"}]}}}`)); err == nil {
+		t.Error("a bad selector gave a scale")
+	}
+	obj := decode(t, `{"metadata":{"name":"d"}}`)
+	SetReplicas(obj, 3)
+	if got := encode(obj); got != `{"metadata":{"name":"d"},"spec":{"replicas":3}}` {
+		t.Errorf("SetReplicas: %s", got)
+	}
+}
