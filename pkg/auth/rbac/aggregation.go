@@ -3,6 +3,7 @@ package rbac
 import (
 	"context"
 	"encoding/json"
+	"github.com/watchcache/watchcache/pkg/informer"
 	"sort"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 // with an aggregationRule the rules of the ClusterRoles its selectors
 // match, retrying failed writes with backoff.
 func (a *Authorizer) runAggregation(ctx context.Context) {
-	backoff := minBackoff
+	backoff := informer.MinBackoff
 	for {
 		select {
 		case <-ctx.Done():
@@ -31,10 +32,10 @@ func (a *Authorizer) runAggregation(ctx context.Context) {
 			}
 			a.log.Warn("rbac: aggregating cluster roles", "err", err, "retry", backoff)
 			time.AfterFunc(backoff, func() { a.changedKind(kindClusterRoles) })
-			backoff = min(2*backoff, maxBackoff)
+			backoff = min(2*backoff, informer.MaxBackoff)
 			continue
 		}
-		backoff = minBackoff
+		backoff = informer.MinBackoff
 	}
 }
 

@@ -2,57 +2,25 @@ package rbac
 
 import (
 	"context"
-	"time"
 
+	"github.com/watchcache/watchcache/pkg/informer"
+	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
 )
 
-// Backoff between failed lists and watches.
-const (
-	minBackoff = 100 * time.Millisecond
-	maxBackoff = 10 * time.Second
-	// healthyWatch is how long a watch must last for the backoff to reset.
-	healthyWatch = 10 * time.Second
-)
-
 // reflect keeps kind k of the index in step with its store, as an informer
-// does: list from the cache (resourceVersion "0"), then watch from the
-// list's revision with bookmarks, re-watching when the watch ends and
-// re-listing (with backoff) when it fails (410 Expired and the like).
+// does (see package informer).
 func (a *Authorizer) reflect(ctx context.Context, k kind) {
-	store := a.stores.of(k)
-	backoff := minBackoff
-	for ctx.Err() == nil {
-		rv, err := a.list(ctx, k, store)
-		if err == nil {
-			start := time.Now()
-			err = a.watch(ctx, k, store, rv)
-			if time.Since(start) > healthyWatch {
-				backoff = minBackoff
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		a.log.Warn("rbac: re-listing after an error", "resource", kindNames[k], "err", err, "backoff", backoff)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, maxBackoff)
-	}
+	informer.Run(ctx, a.stores.of(k), informer.Handler{
+		Replace: func(items []*object.Object, rv uint64) { a.replace(k, items, rv) },
+		Apply:   func(ev storage.Event) { a.apply(k, ev) },
+	}, "rbac "+kindNames[k], a.log)
 }
 
-// list replaces kind k's content with the store's and returns the list's
-// revision.
-func (a *Authorizer) list(ctx context.Context, k kind, store storage.Interface) (uint64, error) {
-	l, err := store.GetList(ctx, "", storage.ListOptions{ResourceVersion: "0"})
-	if err != nil {
-		return 0, err
-	}
-	objs := make(map[string]decoded, len(l.Items))
-	for _, o := range l.Items {
+// replace replaces kind k's content with a list's, at revision rv.
+func (a *Authorizer) replace(k kind, items []*object.Object, rv uint64) {
+	objs := make(map[string]decoded, len(items))
+	for _, o := range items {
 		d, err := decode(k, o.Stored())
 		if err != nil {
 			a.log.Error("rbac: skipping an object that does not decode", "resource", kindNames[k], "key", o.Key(), "err", err)
@@ -63,34 +31,9 @@ func (a *Authorizer) list(ctx context.Context, k kind, store storage.Interface) 
 	a.mu.Lock()
 	a.idx.replace(k, objs)
 	a.synced[k] = true
-	a.advanceLocked(k, l.ResourceVersion)
+	a.advanceLocked(k, rv)
 	a.mu.Unlock()
 	a.changedKind(k)
-	return l.ResourceVersion, nil
-}
-
-// watch applies kind k's events from revision rv on, re-watching when the
-// store ends a watch cleanly. It returns the error that calls for a
-// re-list.
-func (a *Authorizer) watch(ctx context.Context, k kind, store storage.Interface, rv uint64) error {
-	for {
-		w, err := store.Watch(ctx, "", storage.ListOptions{ResourceVersion: storage.FormatResourceVersion(rv), AllowWatchBookmarks: true})
-		if err != nil {
-			return err
-		}
-		for ev := range w.ResultChan() {
-			if ev.Type == storage.EventError {
-				w.Stop()
-				return ev.Err
-			}
-			a.apply(k, ev)
-			rv = ev.ResourceVersion
-		}
-		w.Stop()
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-	}
 }
 
 // apply applies one watch event to the index.
