@@ -35,7 +35,7 @@ var all = []string{"all"}
 func Builtins() []*Resource {
 	rs := []*Resource{
 		{Version: "v1", Kind: "Namespace", Plural: "namespaces", Singular: "namespace", ShortNames: []string{"ns"},
-			SelectableFields: []string{"status.phase"}, Status: true, StrategicMergeType: corev1.Namespace{}},
+			SelectableFields: []string{"status.phase"}, Status: true, Finalize: true, StrategicMergeType: corev1.Namespace{}},
 		{Version: "v1", Kind: "Node", Plural: "nodes", Singular: "node", ShortNames: []string{"no"},
 			SelectableFields: []string{"spec.unschedulable"}, Status: true, StrategicMergeType: corev1.Node{}},
 		{Version: "v1", Kind: "Pod", Plural: "pods", Singular: "pod", ShortNames: []string{"po"}, Namespaced: true, Categories: all,
@@ -67,7 +67,8 @@ func Builtins() []*Resource {
 		{Version: "v1", Kind: "PersistentVolume", Plural: "persistentvolumes", ShortNames: []string{"pv"},
 			Status: true, StrategicMergeType: corev1.PersistentVolume{}},
 		{Version: "v1", Kind: "ReplicationController", Plural: "replicationcontrollers", ShortNames: []string{"rc"}, Namespaced: true,
-			Categories: all, SelectableFields: []string{"status.replicas"}, Status: true, Generation: true, Scale: true, StrategicMergeType: corev1.ReplicationController{}},
+			Categories: all, SelectableFields: []string{"status.replicas"}, Status: true, Generation: true, Scale: true, OrphanByDefault: true,
+			StrategicMergeType: corev1.ReplicationController{}},
 		{Version: "v1", Kind: "PodTemplate", Plural: "podtemplates", Namespaced: true, Generation: true, StrategicMergeType: corev1.PodTemplate{}},
 		{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease", Plural: "leases", Namespaced: true,
 			StrategicMergeType: coordinationv1.Lease{}},

@@ -10,15 +10,15 @@ import (
 
 // Registry is the set of served resources.
 type Registry struct {
-	all  []*Resource
-	byGV map[string]map[string]*Resource // group/version → plural → resource
+	all    []*Resource
+	byGV   map[string]map[string]*Resource // group/version → plural → resource
+	byKind map[string]*Resource            // group/kind → resource
 }
 
 // NewRegistry checks the resources and indexes them. Two resources may not
 // share a group, version and plural, or a group and kind.
 func NewRegistry(resources ...*Resource) (*Registry, error) {
-	reg := &Registry{byGV: map[string]map[string]*Resource{}}
-	kinds := map[string]bool{}
+	reg := &Registry{byGV: map[string]map[string]*Resource{}, byKind: map[string]*Resource{}}
 	for _, r := range resources {
 		if err := r.complete(); err != nil {
 			return nil, fmt.Errorf("resource %s: %w", r, err)
@@ -30,10 +30,10 @@ func NewRegistry(resources ...*Resource) (*Registry, error) {
 		if reg.byGV[gv][r.Plural] != nil {
 			return nil, fmt.Errorf("resource %s is defined twice in %s", r.Plural, gv)
 		}
-		if kinds[r.Group+"/"+r.Kind] {
+		if reg.byKind[r.Group+"/"+r.Kind] != nil {
 			return nil, fmt.Errorf("kind %s is defined twice in group %q", r.Kind, r.Group)
 		}
-		kinds[r.Group+"/"+r.Kind] = true
+		reg.byKind[r.Group+"/"+r.Kind] = r
 		reg.byGV[gv][r.Plural] = r
 		reg.all = append(reg.all, r)
 	}
@@ -48,6 +48,11 @@ func (reg *Registry) Lookup(group, version, plural string) *Resource {
 	}
 	return reg.byGV[gv][plural]
 }
+
+// ByKind finds the resource of a group's kind (of whatever version: an
+// ownerReference may name any version of its owner's kind); nil if
+// unknown.
+func (reg *Registry) ByKind(group, kind string) *Resource { return reg.byKind[group+"/"+kind] }
 
 // All lists the resources in registration order.
 func (reg *Registry) All() []*Resource { return reg.all }

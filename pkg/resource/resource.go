@@ -48,6 +48,14 @@ type Resource struct {
 	// Scale says the kind has a scale subresource (autoscaling/v1 Scale
 	// over spec.replicas, status.replicas and spec.selector).
 	Scale bool `json:"-"`
+	// OrphanByDefault says a delete that names no propagation policy
+	// orphans the object's dependents, as kube-apiserver's strategy for
+	// core/v1 ReplicationControllers does for compatibility (other kinds
+	// default to background deletion).
+	OrphanByDefault bool `json:"-"`
+	// Finalize says the kind has a finalize subresource (namespaces): an
+	// update of it writes only spec.finalizers.
+	Finalize bool `json:"-"`
 
 	// StrategicMergeType is a value of the kind's Go type from k8s.io/api,
 	// for strategic merge patch; nil for custom resources.
@@ -116,6 +124,15 @@ func (r *Resource) Key(namespace, name string) string {
 		return namespace + "/" + name
 	}
 	return name
+}
+
+// Scope is the storage scope of the resource's objects in namespace (all
+// of them for ""): a key prefix ending in "/".
+func (r *Resource) Scope(namespace string) string {
+	if namespace == "" {
+		return ""
+	}
+	return namespace + "/"
 }
 
 // String names the resource for logs: "pods" or "widgets.example.com".

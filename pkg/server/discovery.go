@@ -109,6 +109,10 @@ func (s *Server) resourceList(groupVersion string) *metav1.APIResourceList {
 			list.APIResources = append(list.APIResources, metav1.APIResource{Name: res.Plural + "/scale", Namespaced: res.Namespaced,
 				Group: "autoscaling", Version: "v1", Kind: "Scale", Verbs: subresourceVerbs})
 		}
+		if res.Finalize {
+			list.APIResources = append(list.APIResources, metav1.APIResource{Name: res.Plural + "/finalize", Namespaced: res.Namespaced,
+				Kind: res.Kind, Verbs: metav1.Verbs{"update"}})
+		}
 		for _, sub := range res.Subresources {
 			list.APIResources = append(list.APIResources, metav1.APIResource{Name: res.Plural + "/" + sub.Name,
 				Namespaced: res.Namespaced, Group: sub.Group, Version: sub.Version, Kind: sub.Kind, Verbs: createVerb})

@@ -21,12 +21,7 @@ type request struct {
 func (r *request) key() string { return r.res.Key(r.namespace, r.name) }
 
 // scope is the storage scope of a collection request.
-func (r *request) scope() string {
-	if r.namespace == "" {
-		return ""
-	}
-	return r.namespace + "/"
-}
+func (r *request) scope() string { return r.res.Scope(r.namespace) }
 
 // parseResourcePath turns the request's Info (what authorization saw) into
 // a request of a served resource: [namespaces/{ns}/]{plural}[/{name}[/{sub}]]

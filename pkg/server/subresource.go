@@ -13,20 +13,22 @@ import (
 )
 
 // hasStoredSubresource reports whether res serves sub from its own store:
-// status (the object, of which only status is written) or scale.
+// status (the object, of which only status is written), scale, or a
+// namespace's finalize (only spec.finalizers written).
 func hasStoredSubresource(res *resource.Resource, sub string) bool {
-	return sub == "status" && res.Status || sub == "scale" && res.Scale
+	return sub == "status" && res.Status || sub == "scale" && res.Scale || sub == "finalize" && res.Finalize
 }
 
 // serveStoredSubresource answers get, update and patch of /status and
-// /scale.
+// /scale, and update of /finalize.
 func (s *Server) serveStoredSubresource(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
 	switch {
-	case req.verb != "get" && req.verb != "update" && req.verb != "patch":
+	case req.verb != "get" && req.verb != "update" && req.verb != "patch",
+		req.subresource == "finalize" && req.verb != "update":
 		writeError(w, newAPIError(http.StatusMethodNotAllowed, "MethodNotAllowed", "the server does not allow this method on the requested resource"), req.res, req.name)
 	case req.subresource == "status" && req.verb == "get":
 		s.get(w, r, req, store)
-	case req.subresource == "status" && req.verb == "update":
+	case req.subresource != "scale" && req.verb == "update":
 		s.update(w, r, req, store)
 	case req.subresource == "status":
 		s.patch(w, r, req, store)

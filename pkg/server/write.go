@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/watchcache/watchcache/pkg/lifecycle"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
@@ -28,7 +29,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request, st
 		return
 	}
 	if req.res.Namespaced {
-		if err := s.requireNamespace(r.Context(), req.namespace); err != nil {
+		if err := s.requireNamespace(r.Context(), req, objectName(body)); err != nil {
 			writeError(w, err, s.namespaces, req.namespace)
 			return
 		}
@@ -68,16 +69,29 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request, st
 	}
 }
 
+// createMeta is the part of a create body read before it is decoded.
+type createMeta struct {
+	Metadata struct {
+		Name         string `json:"name"`
+		GenerateName string `json:"generateName"`
+	} `json:"metadata"`
+}
+
 // isGenerated reports whether a create body asks for a generated name.
 func isGenerated(body []byte) bool {
-	var meta struct {
-		Metadata struct {
-			Name         string `json:"name"`
-			GenerateName string `json:"generateName"`
-		} `json:"metadata"`
-	}
+	var meta createMeta
 	json.Unmarshal(body, &meta)
 	return meta.Metadata.Name == "" && meta.Metadata.GenerateName != ""
+}
+
+// objectName is a create body's name, or generateName, for messages.
+func objectName(body []byte) string {
+	var meta createMeta
+	json.Unmarshal(body, &meta)
+	if meta.Metadata.Name != "" {
+		return meta.Metadata.Name
+	}
+	return meta.Metadata.GenerateName
 }
 
 // requireNamespace fails with NotFound unless the namespace exists. Like
@@ -87,11 +101,18 @@ func isGenerated(body []byte) bool {
 // that a namespace created just before is seen. A consistent read first
 // would cost every create an etcd round trip and progress notifications
 // for the namespaces' cache, which sees no writes while objects are created.
-func (s *Server) requireNamespace(ctx context.Context, namespace string) error {
+//
+// A namespace being deleted takes no new objects: 403, as kube-apiserver's
+// NamespaceLifecycle answers.
+func (s *Server) requireNamespace(ctx context.Context, req *request, name string) error {
 	store := s.stores[s.namespaces]
-	_, err := store.Get(ctx, namespace, storage.GetOptions{ResourceVersion: "0"})
+	ns, err := store.Get(ctx, req.namespace, storage.GetOptions{ResourceVersion: "0"})
 	if storage.CodeOf(err) == storage.ErrNotFound {
-		_, err = store.Get(ctx, namespace, storage.GetOptions{})
+		ns, err = store.Get(ctx, req.namespace, storage.GetOptions{})
+	}
+	if err == nil && lifecycle.BeingDeleted(ns) {
+		return newAPIError(http.StatusForbidden, metav1.StatusReasonForbidden,
+			"%s %q is forbidden: unable to create new content in namespace %s because it is being terminated", req.res.Plural, name, req.namespace)
 	}
 	return err
 }
@@ -117,6 +138,9 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *request, st
 		}
 		return s.prepareAdmittedUpdate(r.Context(), obj, req, cur)
 	}, nil)
+	if err == nil {
+		updated, err = lifecycle.FinishUpdate(r.Context(), req.res, store, updated)
+	}
 	if err != nil {
 		writeError(w, err, req.res, req.name)
 		return
@@ -162,6 +186,9 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request, sto
 		}
 		return s.prepareAdmittedUpdate(r.Context(), obj, req, cur)
 	}, nil)
+	if err == nil {
+		updated, err = lifecycle.FinishUpdate(r.Context(), req.res, store, updated)
+	}
 	if err != nil {
 		writeError(w, err, req.res, req.name)
 		return
@@ -196,12 +223,15 @@ func prepareUpdate(obj map[string]any, req *request, cur *object.Object) ([]byte
 		return nil, storage.NewError(storage.ErrConflict, cur.Key(), "the object has been modified; please apply your changes to the latest version and try again")
 	}
 	delete(meta, "resourceVersion")
-	if req.res.Status || req.res.Generation {
+	_, setsDeletion := meta["deletionTimestamp"]
+	_, setsGrace := meta["deletionGracePeriodSeconds"]
+	if req.res.Status || req.res.Generation || setsDeletion || setsGrace || lifecycle.BeingDeleted(cur) {
 		var old map[string]any
 		if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &old); err != nil {
 			return nil, err
 		}
 		strategy.PrepareForUpdate(req.res, req.subresource, obj, old)
+		strategy.KeepDeletion(obj, old)
 	}
 	return json.Marshal(obj)
 }
@@ -239,90 +269,6 @@ func creationTimestamp(obj *object.Object) string {
 	return meta.CreationTimestamp
 }
 
-func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
-	pre, aerr := readDeleteOptions(r)
-	if aerr != nil {
-		writeError(w, aerr, req.res, req.name)
-		return
-	}
-	if req.res == s.namespaces && req.name == "default" {
-		writeError(w, newAPIError(http.StatusForbidden, metav1.StatusReasonForbidden, "namespaces %q is forbidden: this namespace may not be deleted", req.name), req.res, req.name)
-		return
-	}
-	deleted, err := store.Delete(r.Context(), req.key(), pre, nil)
-	if err != nil {
-		writeError(w, err, req.res, req.name)
-		return
-	}
-	s.written(r.Context(), req, deleted)
-	if req.res == s.namespaces {
-		// The namespace is gone first, so that nothing new is created in it
-		// (creates check it exists); then its contents follow.
-		if err := s.deleteNamespaceContents(r.Context(), req.name); err != nil {
-			writeError(w, err, req.res, req.name)
-			return
-		}
-	}
-	writeRaw(w, http.StatusOK, deleted.JSON())
-}
-
-// deleteNamespaceContents deletes every object in a namespace.
-func (s *Server) deleteNamespaceContents(ctx context.Context, namespace string) error {
-	for _, res := range s.registry.All() {
-		if !res.Namespaced || !res.Stored() {
-			continue
-		}
-		if _, err := deleteAll(ctx, s.stores[res], namespace+"/", storage.ListOptions{}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
-	p, aerr := parseListParams(r.URL.Query())
-	if aerr != nil {
-		writeError(w, aerr, req.res, "")
-		return
-	}
-	if _, aerr := readDeleteOptions(r); aerr != nil {
-		writeError(w, aerr, req.res, "")
-		return
-	}
-	deleted, err := deleteAll(r.Context(), store, req.scope(), p.opts)
-	if err != nil {
-		writeError(w, err, req.res, "")
-		return
-	}
-	if s.afterWrite != nil {
-		s.afterWrite(r.Context(), req.res, deleted.ResourceVersion)
-	}
-	writeList(w, req.res.ListKind(), req.res.GroupVersion(), deleted)
-}
-
-// deleteAll deletes the objects of a consistent list, each only if it is
-// still the object listed (same uid); objects already gone are skipped.
-func deleteAll(ctx context.Context, store storage.Interface, scope string, opts storage.ListOptions) (*storage.List, error) {
-	list, err := store.GetList(ctx, scope, opts)
-	if err != nil {
-		return nil, err
-	}
-	out := &storage.List{ResourceVersion: list.ResourceVersion}
-	for _, obj := range list.Items {
-		uid := obj.UID()
-		last, err := store.Delete(ctx, obj.Key(), &storage.Preconditions{UID: &uid}, obj)
-		switch storage.CodeOf(err) {
-		case 0:
-			out.Items = append(out.Items, last)
-			out.ResourceVersion = max(out.ResourceVersion, last.ResourceVersion())
-		case storage.ErrNotFound, storage.ErrConflict:
-		default:
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
 // readObjectBody reads a create or update body as JSON, with its
 // fieldValidation mode.
 func readObjectBody(r *http.Request, res *resource.Resource) ([]byte, fieldValidation, *apiError) {
@@ -332,38 +278,6 @@ func readObjectBody(r *http.Request, res *resource.Resource) ([]byte, fieldValid
 	}
 	body, aerr := readJSONBody(r, res.Kind, res.StrategicMergeType != nil)
 	return body, mode, aerr
-}
-
-// readDeleteOptions reads the optional DeleteOptions body of a delete and
-// returns its preconditions.
-func readDeleteOptions(r *http.Request) (*storage.Preconditions, *apiError) {
-	if dryRunAsked(r) {
-		return nil, errDryRun
-	}
-	body, aerr := readBody(r)
-	if aerr != nil || len(body) == 0 {
-		return nil, aerr
-	}
-	var opts metav1.DeleteOptions
-	if mediaType(r) == protobufType {
-		if _, _, err := protobufDecoder.Decode(body, nil, &opts); err != nil {
-			return nil, badRequest("the request body is not valid DeleteOptions: %v", err)
-		}
-	} else if err := json.Unmarshal(body, &opts); err != nil {
-		return nil, badRequest("the request body is not valid DeleteOptions: %v", err)
-	}
-	if len(opts.DryRun) > 0 {
-		return nil, errDryRun
-	}
-	if opts.Preconditions == nil {
-		return nil, nil
-	}
-	pre := &storage.Preconditions{ResourceVersion: opts.Preconditions.ResourceVersion}
-	if opts.Preconditions.UID != nil {
-		uid := string(*opts.Preconditions.UID)
-		pre.UID = &uid
-	}
-	return pre, nil
 }
 
 var errDryRun = badRequest("dryRun is not supported by this server")

@@ -26,36 +26,23 @@ func PrepareForCreate(res *resource.Resource, obj map[string]any) {
 	if res.Generation {
 		metadata(obj)["generation"] = int64(1)
 	}
+	if isNamespace(res) {
+		prepareNamespaceCreate(obj)
+	}
 }
 
 // PrepareForUpdate readies obj, the new state sent for an update of the
-// object (subresource "") or of its status ("status"), over old, the
-// stored state:
+// object (subresource "") or of its status ("status") or a namespace's
+// finalizers ("finalize"), over old, the stored state:
 //   - an update of the object keeps old's status when the kind has a status
-//     subresource;
-//   - an update of the status keeps everything but status (and the
+//     subresource, and a namespace's spec.finalizers;
+//   - an update of a subresource keeps everything but its field (and the
 //     resourceVersion the client sent, for its precondition) from old;
 //   - generation goes up by one when anything but metadata and status
 //     changed, and is never the client's to set.
 func PrepareForUpdate(res *resource.Resource, subresource string, obj, old map[string]any) {
-	if subresource == "status" {
-		status, hasStatus := obj["status"]
-		rv, hasRV := metadata(obj)["resourceVersion"]
-		for k := range obj {
-			delete(obj, k)
-		}
-		for k, v := range deepCopy(old) {
-			obj[k] = v
-		}
-		delete(obj, "status")
-		if hasStatus {
-			obj["status"] = status
-		}
-		meta := metadata(obj)
-		delete(meta, "resourceVersion")
-		if hasRV {
-			meta["resourceVersion"] = rv
-		}
+	if path := subresourcePaths[subresource]; path != nil {
+		writeOnly(obj, old, path)
 		return
 	}
 	if res.Status {
@@ -65,12 +52,78 @@ func PrepareForUpdate(res *resource.Resource, subresource string, obj, old map[s
 			delete(obj, "status")
 		}
 	}
+	if isNamespace(res) {
+		keepNamespaceFinalizers(obj, old)
+	}
 	if res.Generation {
 		generation := generationOf(old)
 		if specChanged(obj, old) {
 			generation++
 		}
 		metadata(obj)["generation"] = generation
+	}
+}
+
+// subresourcePaths are the one field each stored subresource writes.
+var subresourcePaths = map[string][]string{
+	"status":   {"status"},
+	"finalize": {"spec", "finalizers"},
+}
+
+// writeOnly makes obj old with the value obj has at path (absent if obj
+// has none), keeping the resourceVersion the client sent for its
+// precondition.
+func writeOnly(obj, old map[string]any, path []string) {
+	value, hasValue := lookup(obj, path)
+	rv, hasRV := metadata(obj)["resourceVersion"]
+	for k := range obj {
+		delete(obj, k)
+	}
+	for k, v := range deepCopy(old) {
+		obj[k] = v
+	}
+	set(obj, path, value, hasValue)
+	meta := metadata(obj)
+	delete(meta, "resourceVersion")
+	if hasRV {
+		meta["resourceVersion"] = rv
+	}
+}
+
+// lookup reads the value at path in obj.
+func lookup(obj map[string]any, path []string) (any, bool) {
+	var v any = obj
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// set writes value at path in obj, making the objects on the way, or
+// removes what is at path when present is false.
+func set(obj map[string]any, path []string, value any, present bool) {
+	m := obj
+	for _, k := range path[:len(path)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			if !present {
+				return
+			}
+			next = map[string]any{}
+			m[k] = next
+		}
+		m = next
+	}
+	if present {
+		m[path[len(path)-1]] = value
+	} else {
+		delete(m, path[len(path)-1])
 	}
 }
 
@@ -106,18 +159,7 @@ func equalJSON(a, b any) bool {
 }
 
 // generationOf reads metadata.generation (0 when absent).
-func generationOf(obj map[string]any) int64 {
-	switch g := metadata(obj)["generation"].(type) {
-	case int64:
-		return g
-	case float64:
-		return int64(g)
-	case json.Number:
-		n, _ := g.Int64()
-		return n
-	}
-	return 0
-}
+func generationOf(obj map[string]any) int64 { return int64Field(metadata(obj), "generation") }
 
 // metadata returns obj's metadata, adding an empty one if absent (callers
 // have checked it is an object).

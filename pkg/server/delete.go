@@ -1,0 +1,112 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/watchcache/watchcache/pkg/lifecycle"
+	"github.com/watchcache/watchcache/pkg/storage"
+	"github.com/watchcache/watchcache/pkg/strategy"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// SystemNamespaces exist from the start and may not be deleted, as in
+// kube-apiserver.
+var SystemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
+
+func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
+	opts, aerr := readDeleteOptions(r)
+	if aerr != nil {
+		writeError(w, aerr, req.res, req.name)
+		return
+	}
+	if req.res == s.namespaces && slices.Contains(SystemNamespaces, req.name) {
+		writeError(w, newAPIError(http.StatusForbidden, metav1.StatusReasonForbidden, "namespaces %q is forbidden: this namespace may not be deleted", req.name), req.res, req.name)
+		return
+	}
+	deleted, err := lifecycle.Delete(r.Context(), req.res, store, req.key(), opts.pre, opts.deletion, nil)
+	if err != nil {
+		writeError(w, err, req.res, req.name)
+		return
+	}
+	s.written(r.Context(), req, deleted)
+	writeRaw(w, http.StatusOK, deleted.JSON())
+}
+
+// deleteOptions is what a delete's DeleteOptions ask.
+type deleteOptions struct {
+	pre      *storage.Preconditions
+	deletion strategy.Deletion
+}
+
+// readDeleteOptions reads a delete's DeleteOptions: its query parameters
+// (gracePeriodSeconds, propagationPolicy, ... as kubectl may send them),
+// then its optional body, validated as kube-apiserver validates them.
+func readDeleteOptions(r *http.Request) (deleteOptions, *apiError) {
+	out := deleteOptions{deletion: strategy.Deletion{Now: time.Now()}}
+	if dryRunAsked(r) {
+		return out, errDryRun
+	}
+	var opts metav1.DeleteOptions
+	query := r.URL.Query()
+	if err := metav1.Convert_url_Values_To_v1_DeleteOptions(&query, &opts, nil); err != nil {
+		return out, badRequest("the query parameters are not valid DeleteOptions: %v", err)
+	}
+	body, aerr := readBody(r)
+	if aerr != nil {
+		return out, aerr
+	}
+	if len(body) > 0 {
+		if mediaType(r) == protobufType {
+			if _, _, err := protobufDecoder.Decode(body, nil, &opts); err != nil {
+				return out, badRequest("the request body is not valid DeleteOptions: %v", err)
+			}
+		} else if err := json.Unmarshal(body, &opts); err != nil {
+			return out, badRequest("the request body is not valid DeleteOptions: %v", err)
+		}
+	}
+	if errs := metav1validation.ValidateDeleteOptions(&opts); len(errs) > 0 {
+		return out, toAPIError(apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs), nil, "")
+	}
+	if len(opts.DryRun) > 0 {
+		return out, errDryRun
+	}
+	out.deletion.GracePeriodSeconds = opts.GracePeriodSeconds
+	out.deletion.Propagation = opts.PropagationPolicy
+	out.deletion.OrphanDependents = opts.OrphanDependents //nolint:staticcheck // still honored, as by kube-apiserver
+	if opts.Preconditions != nil {
+		out.pre = &storage.Preconditions{ResourceVersion: opts.Preconditions.ResourceVersion}
+		if opts.Preconditions.UID != nil {
+			uid := string(*opts.Preconditions.UID)
+			out.pre.UID = &uid
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
+	p, aerr := parseListParams(r.URL.Query())
+	if aerr != nil {
+		writeError(w, aerr, req.res, "")
+		return
+	}
+	opts, aerr := readDeleteOptions(r)
+	if aerr != nil {
+		writeError(w, aerr, req.res, "")
+		return
+	}
+	deleted, err := lifecycle.DeleteAll(r.Context(), req.res, store, req.scope(), p.opts, opts.deletion)
+	if err != nil {
+		writeError(w, err, req.res, "")
+		return
+	}
+	if s.afterWrite != nil {
+		s.afterWrite(r.Context(), req.res, deleted.ResourceVersion)
+	}
+	writeList(w, req.res.ListKind(), req.res.GroupVersion(), deleted)
+}
