@@ -65,7 +65,8 @@ func cgContext(t testing.TB) context.Context {
 }
 
 // cgNamespace creates a namespace of the test's own (generated name from
-// prefix) and deletes it, with its contents, when the test ends.
+// prefix), waits for its rootCAConfigMap, and deletes it, with its contents,
+// when the test ends.
 func cgNamespace(t testing.TB, dyn dynamic.Interface, prefix string) string {
 	t.Helper()
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
@@ -80,6 +81,7 @@ func cgNamespace(t testing.TB, dyn dynamic.Interface, prefix string) string {
 			t.Errorf("delete namespace %s: %v", name, err)
 		}
 	})
+	waitForRootCA(t, name)
 	return name
 }
 
@@ -149,14 +151,15 @@ func cgCreateMany(t testing.TB, ri dynamic.ResourceInterface, n int, mk func(i i
 	}
 }
 
-// cgNames returns the names of a list's items, sorted.
+// cgNames returns the names of a list's items, sorted, without
+// rootCAConfigMap.
 func cgNames(list *unstructured.UnstructuredList) []string {
 	var names []string
 	for _, item := range list.Items {
 		names = append(names, item.GetName())
 	}
 	slices.Sort(names)
-	return names
+	return withoutRootCA(names)
 }
 
 // TestClientGoCRUD drives create, get, update, the three patch types and
@@ -412,6 +415,7 @@ func TestClientGoTypedClientset(t *testing.T) {
 			}
 			ns := nsObj.Name
 			t.Cleanup(func() { cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+			waitForRootCA(t, ns)
 			if nsObj.UID == "" || nsObj.ResourceVersion == "" {
 				t.Fatalf("namespace lacks uid or resourceVersion: %+v", nsObj.ObjectMeta)
 			}
@@ -502,7 +506,9 @@ func TestClientGoTypedClientset(t *testing.T) {
 			if err := pods.Delete(ctx, "p1", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &stale}}); !apierrors.IsConflict(err) {
 				t.Errorf("delete with a wrong uid precondition: got %v, want Conflict", err)
 			}
-			if err := pods.Delete(ctx, "p1", metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(created.UID))}); err != nil {
+			// p1 is bound to a node: grace 0 deletes it at once.
+			zero := int64(0)
+			if err := pods.Delete(ctx, "p1", metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(created.UID)), GracePeriodSeconds: &zero}); err != nil {
 				t.Fatalf("delete pod: %v", err)
 			}
 			if err := cms.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "i=1"}); err != nil {
@@ -515,7 +521,7 @@ func TestClientGoTypedClientset(t *testing.T) {
 				t.Errorf("get deleted pod: got %v, want NotFound", err)
 			}
 			cmList, err = cms.List(ctx, metav1.ListOptions{})
-			if err != nil || len(cmList.Items) != 1 || cmList.Items[0].Name != "cm-2" {
+			if err != nil || len(cmList.Items) != 2 || cmList.Items[0].Name != "cm-2" || cmList.Items[1].Name != rootCAConfigMap {
 				t.Errorf("configmaps left: %v %+v", err, cmList)
 			}
 
@@ -785,7 +791,7 @@ func TestClientGoPager(t *testing.T) {
 	err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
 		u := obj.(*unstructured.Unstructured)
 		seen[u.GetName()]++
-		if u.GetName() == "cm-late" {
+		if u.GetName() == "cm-late" || u.GetName() == rootCAConfigMap {
 			return nil
 		}
 		idx, err := strconv.Atoi(strings.TrimPrefix(u.GetName(), "cm-"))
@@ -800,16 +806,20 @@ func TestClientGoPager(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pager: %v", err)
 	}
-	if len(pages) != n/50 {
-		t.Errorf("%d pages, want %d", len(pages), n/50)
+	if want := n/50 + 1; len(pages) != want { // rootCAConfigMap is the last
+		t.Errorf("%d pages, want %d", len(pages), want)
 	}
 	for i, pg := range pages {
-		if pg.limit != 50 || pg.rv != pages[0].rv || pg.items != 50 || pg.continued != (i > 0) {
+		wantItems := 50
+		if i == len(pages)-1 {
+			wantItems = 1
+		}
+		if pg.limit != 50 || pg.rv != pages[0].rv || pg.items != wantItems || pg.continued != (i > 0) {
 			t.Errorf("page %d: limit %d, resourceVersion %s (first page: %s), %d items, continued %v", i, pg.limit, pg.rv, pages[0].rv, pg.items, pg.continued)
 		}
 	}
-	if len(seen) != n {
-		t.Errorf("%d distinct items, want %d", len(seen), n)
+	if len(seen) != n+1 {
+		t.Errorf("%d distinct items, want %d", len(seen), n+1)
 	}
 	for i := range n {
 		if k := fmt.Sprintf("cm-%04d", i); seen[k] != 1 {

@@ -86,22 +86,24 @@ type htList struct {
 	Items      []htObject      `json:"items"`
 }
 
+// names returns the names of a list's items without rootCAConfigMap.
 func (l *htList) names() []string {
 	var names []string
 	for _, item := range l.Items {
 		names = append(names, item.Metadata.Name)
 	}
-	return names
+	return withoutRootCA(names)
 }
 
-// htNamespace creates a namespace over HTTP and deletes it when the test
-// ends.
+// htNamespace creates a namespace over HTTP, waits for its rootCAConfigMap,
+// and deletes it when the test ends.
 func htNamespace(t testing.TB, prefix string) string {
 	t.Helper()
 	var ns htObject
 	htJSON(t, "POST", "/api/v1/namespaces", map[string]any{"apiVersion": "v1", "kind": "Namespace",
 		"metadata": map[string]any{"generateName": prefix + "-"}}, http.StatusCreated, &ns)
 	t.Cleanup(func() { htDo(t, "DELETE", "/api/v1/namespaces/"+ns.Metadata.Name, "", nil) })
+	waitForRootCA(t, ns.Metadata.Name)
 	return ns.Metadata.Name
 }
 
@@ -339,8 +341,8 @@ func TestHTTPStatus(t *testing.T) {
 		t.Errorf("configmaps after the failed requests: %v", names)
 	}
 	for _, item := range list.Items {
-		want := map[string]string{"existing": existing.Metadata.ResourceVersion, "conflict": updated.Metadata.ResourceVersion}[item.Metadata.Name]
-		if item.Metadata.ResourceVersion != want {
+		want, ok := map[string]string{"existing": existing.Metadata.ResourceVersion, "conflict": updated.Metadata.ResourceVersion}[item.Metadata.Name]
+		if ok && item.Metadata.ResourceVersion != want {
 			t.Errorf("%s was written by a failed request: resourceVersion %s, want %s", item.Metadata.Name, item.Metadata.ResourceVersion, want)
 		}
 	}
@@ -407,10 +409,11 @@ func TestHTTPListAndWatchEncoding(t *testing.T) {
 		}
 	}
 
-	// Paging: limit, continue and remainingItemCount.
+	// Paging: limit, continue and remainingItemCount (of cm-2 and
+	// rootCAConfigMap).
 	var page htList
 	htJSON(t, "GET", cms+"?limit=2", nil, http.StatusOK, &page)
-	if len(page.Items) != 2 || page.Metadata.Continue == "" || page.Metadata.RemainingItemCount == nil || *page.Metadata.RemainingItemCount != 1 {
+	if len(page.Items) != 2 || page.Metadata.Continue == "" || page.Metadata.RemainingItemCount == nil || *page.Metadata.RemainingItemCount != 2 {
 		t.Errorf("first page: %+v", page)
 	}
 	var rest htList
@@ -672,10 +675,10 @@ func TestHTTPTable(t *testing.T) {
 	if len(tb.ColumnDefinitions) < 2 || tb.ColumnDefinitions[0].Name != "Name" {
 		t.Errorf("columns: %+v", tb.ColumnDefinitions)
 	}
-	if len(tb.Rows) != 2 {
+	if len(tb.Rows) != 3 {
 		t.Fatalf("rows: %+v", tb.Rows)
 	}
-	for i, name := range []string{"a", "b"} {
+	for i, name := range []string{"a", "b", rootCAConfigMap} {
 		row := tb.Rows[i]
 		var obj htObject
 		json.Unmarshal(row.Object, &obj)

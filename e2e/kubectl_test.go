@@ -37,8 +37,9 @@ type kc struct {
 	dir   string
 }
 
-// newKubectl skips the test without kubectl, and creates the namespace
-// (with kubectl) and deletes it when the test ends.
+// newKubectl skips the test without kubectl, creates the namespace (with
+// kubectl), waits for its rootCAConfigMap, and deletes it when the test
+// ends.
 func newKubectl(t *testing.T, name string) *kc {
 	t.Helper()
 	if _, err := os.Stat(kubectlPath); err != nil {
@@ -55,6 +56,7 @@ func newKubectl(t *testing.T, name string) *kc {
 			resp.Body.Close()
 		}
 	})
+	waitForRootCA(t, k.ns)
 	return k
 }
 
@@ -160,7 +162,9 @@ func TestKubectlCreateGetDelete(t *testing.T) {
 	if out := k.must("get", "pod", "web", "-o", "jsonpath={.metadata.labels.app}"); out != "web" {
 		t.Errorf("get -o jsonpath printed %q", out)
 	}
-	if out := k.must("delete", "pod", "web"); strings.TrimSpace(out) != `pod "web" deleted` {
+	// Bound to a node, the pod is deleted gracefully: with no kubelet to
+	// confirm, only a forced delete removes it at once.
+	if out := k.must("delete", "pod", "web", "--grace-period=0", "--force"); strings.TrimSpace(out) != `pod "web" force deleted` {
 		t.Errorf("delete printed %q", out)
 	}
 	if errOut := k.fail("get", "pod", "web"); !strings.Contains(errOut, `pods "web" not found`) {
@@ -270,6 +274,7 @@ func TestKubectlChunking(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+	want = append(want, rootCAConfigMap)
 
 	out, errOut, err := k.run("get", "configmaps", "--chunk-size=10", "-o", "name", "-v=6")
 	if err != nil {
@@ -289,7 +294,7 @@ func TestKubectlChunking(t *testing.T) {
 	// The table output too: one header, each name once.
 	out = k.must("get", "cm", "--chunk-size=10")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != n+1 || strings.Count(out, "NAME") != 1 {
+	if len(lines) != len(want)+1 || strings.Count(out, "NAME") != 1 {
 		t.Fatalf("get cm --chunk-size=10 printed %d lines:\n%s", len(lines), out)
 	}
 	for i, l := range lines[1:] {

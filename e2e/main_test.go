@@ -5,8 +5,10 @@ package e2e
 import (
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -58,4 +60,29 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
+}
+
+// rootCAConfigMap is the ConfigMap the server's namespace controller puts in
+// every namespace, as kube-controller-manager does.
+const rootCAConfigMap = "kube-root-ca.crt"
+
+// withoutRootCA returns names without rootCAConfigMap: tests that compare
+// their own config maps ignore the one the server adds to each namespace.
+func withoutRootCA(names []string) []string {
+	return slices.DeleteFunc(names, func(n string) bool { return n == rootCAConfigMap })
+}
+
+// waitForRootCA waits until the namespace controller has put
+// rootCAConfigMap into namespace ns, so that tests counting config maps see
+// a settled namespace.
+func waitForRootCA(t testing.TB, ns string) {
+	t.Helper()
+	waitFor(t, rootCAConfigMap+" in "+ns, func() bool {
+		resp, err := htClient.Get(testServer.URL + "/api/v1/namespaces/" + ns + "/configmaps/" + rootCAConfigMap)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/watchcache/watchcache/pkg/audit"
+	"github.com/watchcache/watchcache/pkg/controller"
 	"github.com/watchcache/watchcache/pkg/encryption"
 	"github.com/watchcache/watchcache/pkg/etcdembed"
 	"github.com/watchcache/watchcache/pkg/metrics"
@@ -238,6 +240,14 @@ func Start(cfg Config) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
+	rootCA, err := os.ReadFile(a.PKI.CACert)
+	if err != nil {
+		return nil, err
+	}
+	namespaces := &controller.Namespaces{Registry: registry, Stores: stores, RootCA: rootCA, Log: cfg.Log}
+	go namespaces.Run(ctx)
+	gc := &controller.GarbageCollector{Registry: registry, Stores: stores, Log: cfg.Log}
+	go gc.Run(ctx)
 	srv := server.New(server.Config{
 		Registry: registry, Stores: stores, Log: cfg.Log, MinWatchTimeout: cfg.MinWatchTimeout, Metrics: promRegistry, Profiling: cfg.Profiling,
 		ReadyChecks: map[string]func(context.Context) error{
@@ -368,14 +378,11 @@ func (a *App) startEmbeddedEtcd(cfg Config) (*clientv3.Client, error) {
 	return a.etcd.NewClient()
 }
 
-// systemNamespaces exist from the start, as kube-apiserver creates them.
-var systemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
-
 // ensureSystemNamespaces creates the system namespaces that do not exist.
 func ensureSystemNamespaces(ctx context.Context, namespaces storage.Interface) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for _, name := range systemNamespaces {
+	for _, name := range server.SystemNamespaces {
 		_, err := namespaces.Create(ctx, name, []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+name+`","uid":"`+
 			string(uuid.NewUUID())+`","creationTimestamp":"`+time.Now().UTC().Format(time.RFC3339)+`","labels":{"kubernetes.io/metadata.name":"`+name+
 			`"}},"spec":{"finalizers":["kubernetes"]},"status":{"phase":"Active"}}`))
