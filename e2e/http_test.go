@@ -287,7 +287,7 @@ func TestHTTPStatus(t *testing.T) {
 			code: 400, reason: metav1.StatusReasonBadRequest, message: "name"},
 		{name: "uid changed by update", method: "PUT", path: cms + "/existing", body: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"existing","uid":"other"}}`),
 			code: 422, reason: metav1.StatusReasonInvalid, message: "metadata.uid"},
-		{name: "dryRun", method: "POST", path: cms + "?dryRun=All", body: mustJSON(htConfigMapBody("dry", nil)), code: 400, reason: metav1.StatusReasonBadRequest, message: "dryRun"},
+		{name: "dryRun", method: "POST", path: cms + "?dryRun=Some", body: mustJSON(htConfigMapBody("dry", nil)), code: 422, reason: metav1.StatusReasonInvalid, message: `CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["Some"]: supported values: "All"`},
 		{name: "unknown resource", method: "GET", path: "/api/v1/namespaces/" + ns + "/gadgets", code: 404, reason: metav1.StatusReasonNotFound},
 		{name: "subresource", method: "GET", path: cms + "/existing/status", code: 404, reason: metav1.StatusReasonNotFound},
 		{name: "cluster-scoped resource under a namespace", method: "GET", path: "/api/v1/namespaces/" + ns + "/nodes", code: 404, reason: metav1.StatusReasonNotFound},

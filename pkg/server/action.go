@@ -50,10 +50,6 @@ func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, req *reques
 		writeError(w, aerr, req.res, req.name)
 		return
 	}
-	if dryRunAsked(r) {
-		writeError(w, errDryRun, req.res, req.name)
-		return
-	}
 	out, err := action(r.Context(), ActionRequest{Namespace: req.namespace, Name: req.name, Body: body})
 	if err != nil {
 		writeError(w, err, req.res, req.name)

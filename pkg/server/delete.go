@@ -29,7 +29,8 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *request, st
 		writeError(w, newAPIError(http.StatusForbidden, metav1.StatusReasonForbidden, "namespaces %q is forbidden: this namespace may not be deleted", req.name), req.res, req.name)
 		return
 	}
-	deleted, err := lifecycle.Delete(r.Context(), req.res, store, req.key(), opts.pre, opts.deletion, nil)
+	req.dryRun = opts.dryRun
+	deleted, err := lifecycle.Delete(r.Context(), req.res, req.writeStore(store), req.key(), opts.pre, opts.deletion, nil)
 	if err != nil {
 		writeError(w, err, req.res, req.name)
 		return
@@ -42,6 +43,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *request, st
 type deleteOptions struct {
 	pre      *storage.Preconditions
 	deletion strategy.Deletion
+	dryRun   bool
 }
 
 // readDeleteOptions reads a delete's DeleteOptions: its query parameters
@@ -49,9 +51,6 @@ type deleteOptions struct {
 // then its optional body, validated as kube-apiserver validates them.
 func readDeleteOptions(r *http.Request) (deleteOptions, *apiError) {
 	out := deleteOptions{deletion: strategy.Deletion{Now: time.Now()}}
-	if dryRunAsked(r) {
-		return out, errDryRun
-	}
 	var opts metav1.DeleteOptions
 	query := r.URL.Query()
 	if err := metav1.Convert_url_Values_To_v1_DeleteOptions(&query, &opts, nil); err != nil {
@@ -73,9 +72,7 @@ func readDeleteOptions(r *http.Request) (deleteOptions, *apiError) {
 	if errs := metav1validation.ValidateDeleteOptions(&opts); len(errs) > 0 {
 		return out, toAPIError(apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs), nil, "")
 	}
-	if len(opts.DryRun) > 0 {
-		return out, errDryRun
-	}
+	out.dryRun = len(opts.DryRun) > 0 // validated: All
 	out.deletion.GracePeriodSeconds = opts.GracePeriodSeconds
 	out.deletion.Propagation = opts.PropagationPolicy
 	out.deletion.OrphanDependents = opts.OrphanDependents //nolint:staticcheck // still honored, as by kube-apiserver
@@ -100,13 +97,12 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *r
 		writeError(w, aerr, req.res, "")
 		return
 	}
-	deleted, err := lifecycle.DeleteAll(r.Context(), req.res, store, req.scope(), p.opts, opts.deletion)
+	req.dryRun = opts.dryRun
+	deleted, err := lifecycle.DeleteAll(r.Context(), req.res, req.writeStore(store), req.scope(), p.opts, opts.deletion)
 	if err != nil {
 		writeError(w, err, req.res, "")
 		return
 	}
-	if s.afterWrite != nil {
-		s.afterWrite(r.Context(), req.res, deleted.ResourceVersion)
-	}
+	s.wroteAt(r.Context(), req, deleted.ResourceVersion)
 	writeList(w, req.res.ListKind(), req.res.GroupVersion(), deleted)
 }

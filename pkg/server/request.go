@@ -15,6 +15,8 @@ type request struct {
 	name      string
 	// subresource is set for requests of a subresource (serviceaccounts/token).
 	subresource string
+	// dryRun is set for writes with dryRun=All: nothing is written.
+	dryRun bool
 }
 
 // key is the storage key of the named object.

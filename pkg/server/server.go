@@ -144,7 +144,11 @@ func isDiscoveryPath(path string) bool {
 }
 
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *request) {
-	store := s.stores[req.res]
+	if aerr := parseDryRun(r, req); aerr != nil {
+		writeError(w, aerr, req.res, req.name)
+		return
+	}
+	store := req.writeStore(s.stores[req.res])
 	if hasStoredSubresource(req.res, req.subresource) {
 		s.serveStoredSubresource(w, r, req, store)
 		return

@@ -70,10 +70,6 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *reques
 		writeError(w, aerr, req.res, req.name)
 		return
 	}
-	if dryRunAsked(r) {
-		writeError(w, errDryRun, req.res, req.name)
-		return
-	}
 	updated, err := store.GuaranteedUpdate(r.Context(), req.key(), nil, func(cur *object.Object) ([]byte, error) {
 		scaleJSON := body
 		if req.verb == "patch" {

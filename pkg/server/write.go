@@ -24,10 +24,6 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request, st
 		writeError(w, aerr, req.res, "")
 		return
 	}
-	if dryRunAsked(r) {
-		writeError(w, errDryRun, req.res, "")
-		return
-	}
 	if req.res.Namespaced {
 		if err := s.requireNamespace(r.Context(), req, objectName(body)); err != nil {
 			writeError(w, err, s.namespaces, req.namespace)
@@ -64,6 +60,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request, st
 			return
 		}
 		s.written(r.Context(), req, created)
+		if req.dryRun {
+			writeRaw(w, http.StatusCreated, created.Stored()) // never stored: no resourceVersion
+			return
+		}
 		writeRaw(w, http.StatusCreated, created.JSON())
 		return
 	}
@@ -123,10 +123,6 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *request, st
 		writeError(w, aerr, req.res, req.name)
 		return
 	}
-	if dryRunAsked(r) {
-		writeError(w, errDryRun, req.res, req.name)
-		return
-	}
 	if _, aerr := decodeObject(w, body, req.res, mode); aerr != nil {
 		writeError(w, aerr, req.res, req.name)
 		return
@@ -163,10 +159,6 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request, sto
 	mode, aerr := parseFieldValidation(r)
 	if aerr != nil {
 		writeError(w, aerr, req.res, req.name)
-		return
-	}
-	if dryRunAsked(r) {
-		writeError(w, errDryRun, req.res, req.name)
 		return
 	}
 	warned := false
@@ -255,8 +247,14 @@ func (s *Server) admit(ctx context.Context, req *request, data []byte) error {
 
 // written tells Config.AfterWrite, if any, that a write of obj succeeded.
 func (s *Server) written(ctx context.Context, req *request, obj *object.Object) {
-	if s.afterWrite != nil {
-		s.afterWrite(ctx, req.res, obj.ResourceVersion())
+	s.wroteAt(ctx, req, obj.ResourceVersion())
+}
+
+// wroteAt tells Config.AfterWrite, if any, that a write of req succeeded
+// at revision rv (a dry run wrote nothing).
+func (s *Server) wroteAt(ctx context.Context, req *request, rv uint64) {
+	if s.afterWrite != nil && !req.dryRun {
+		s.afterWrite(ctx, req.res, rv)
 	}
 }
 
@@ -279,7 +277,3 @@ func readObjectBody(r *http.Request, res *resource.Resource) ([]byte, fieldValid
 	body, aerr := readJSONBody(r, res.Kind, res.StrategicMergeType != nil)
 	return body, mode, aerr
 }
-
-var errDryRun = badRequest("dryRun is not supported by this server")
-
-func dryRunAsked(r *http.Request) bool { return len(r.URL.Query()["dryRun"]) > 0 }

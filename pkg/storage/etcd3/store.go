@@ -10,7 +10,6 @@ package etcd3
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 
@@ -76,7 +75,7 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) (*object.Ob
 	if err := storage.CheckKey(key); err != nil {
 		return nil, err
 	}
-	obj, clientRV, err := s.decodeWrite(key, data)
+	obj, clientRV, err := storage.DecodeWrite(s.schema, key, data)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +161,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, pre *storage.P
 			}
 			return nil, err
 		}
-		next, _, err := s.decodeWrite(key, data)
+		next, _, err := storage.DecodeWrite(s.schema, key, data)
 		if err != nil {
 			return nil, err
 		}
@@ -279,26 +278,6 @@ func (s *Store) writeIfUnchanged(ctx context.Context, key string, cur *object.Ob
 	}
 	latest, err := s.decodeKV(kvs[0].Key, kvs[0].Value, kvs[0].ModRevision)
 	return 0, latest, err
-}
-
-// decodeWrite checks and decodes an object about to be written under key,
-// and returns the metadata.resourceVersion the writer put in it.
-func (s *Store) decodeWrite(key string, data []byte) (*object.Object, string, error) {
-	if !json.Valid(data) {
-		return nil, "", storage.NewError(storage.ErrInvalid, key, "object is not valid JSON")
-	}
-	obj, clientRV, err := object.Decode(s.schema, key, data, 0)
-	if err != nil {
-		return nil, "", &storage.Error{Code: storage.ErrInvalid, Key: key, Message: err.Error()}
-	}
-	want := obj.Name()
-	if obj.Namespace() != "" {
-		want = obj.Namespace() + "/" + want
-	}
-	if want != key {
-		return nil, "", storage.NewError(storage.ErrInvalid, key, "object's namespace/name %q does not match its key %q", want, key)
-	}
-	return obj, clientRV, nil
 }
 
 // storedValue is what etcd stores for obj at fullKey: its stored JSON,
