@@ -1062,9 +1062,12 @@ func TestClientGoFieldSelectors(t *testing.T) {
 		field       []string
 		mk          func(name, value string) *unstructured.Unstructured
 		unsupported string
+		// recreate says a change of the field is a delete and a create:
+		// a pod's spec.nodeName may not be updated.
+		recreate bool
 	}{
-		{cgPods, []string{"spec", "nodeName"}, func(n, v string) *unstructured.Unstructured { return cgPod(n, v, nil) }, "spec.hostname=x"},
-		{cgWidgets, []string{"spec", "color"}, func(n, v string) *unstructured.Unstructured { return cgWidget(n, v, nil) }, "spec.size=1"},
+		{cgPods, []string{"spec", "nodeName"}, func(n, v string) *unstructured.Unstructured { return cgPod(n, v, nil) }, "spec.hostname=x", true},
+		{cgWidgets, []string{"spec", "color"}, func(n, v string) *unstructured.Unstructured { return cgWidget(n, v, nil) }, "spec.size=1", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.gvr.Resource, func(t *testing.T) {
@@ -1111,12 +1114,24 @@ func TestClientGoFieldSelectors(t *testing.T) {
 				t.Fatal(err)
 			}
 			// o-0 stops matching: DELETED for this watch; o-1 starts: ADDED.
-			if _, err := ri.Patch(ctx, "o-0", types.MergePatchType, []byte(cgNestedJSONObject(tc.field, "c")), metav1.PatchOptions{}); err != nil {
-				t.Fatal(err)
+			set := func(name, value string) {
+				t.Helper()
+				if !tc.recreate {
+					if _, err := ri.Patch(ctx, name, types.MergePatchType, []byte(cgNestedJSONObject(tc.field, value)), metav1.PatchOptions{}); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+				zero := int64(0)
+				if err := ri.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := ri.Create(ctx, tc.mk(name, value), metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if _, err := ri.Patch(ctx, "o-1", types.MergePatchType, []byte(cgNestedJSONObject(tc.field, "a")), metav1.PatchOptions{}); err != nil {
-				t.Fatal(err)
-			}
+			set("o-0", "c")
+			set("o-1", "a")
 			want := []struct {
 				typ   watch.EventType
 				name  string

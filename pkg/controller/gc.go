@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/informer"
+	"github.com/watchcache/watchcache/pkg/jsonmap"
 	"github.com/watchcache/watchcache/pkg/lifecycle"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
@@ -381,7 +382,7 @@ func removeFromList(meta map[string]any, field string, drop func(any) bool) bool
 	if len(kept) == len(list) {
 		return false
 	}
-	strategy.SetList(meta, field, kept)
+	jsonmap.SetList(meta, field, kept)
 	return true
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/informer"
+	"github.com/watchcache/watchcache/pkg/jsonmap"
 	"github.com/watchcache/watchcache/pkg/lifecycle"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
@@ -167,7 +168,7 @@ func (c *Namespaces) ensureRootCA(ctx context.Context, ns string) error {
 		if err != nil {
 			return nil, err
 		}
-		childMap(obj, "data")[rootCAKey] = string(c.RootCA)
+		jsonmap.Child(obj, "data")[rootCAKey] = string(c.RootCA)
 		return json.Marshal(obj)
 	}, cur)
 	if storage.CodeOf(err) == storage.ErrNotFound || storage.CodeOf(err) == storage.ErrConflict {
@@ -260,7 +261,7 @@ func (c *Namespaces) removeFinalizer(ctx context.Context, ns *object.Object) err
 		if err != nil {
 			return nil, err
 		}
-		removeFromList(childMap(obj, "spec"), "finalizers", func(f any) bool { return f == strategy.FinalizerKubernetes })
+		removeFromList(jsonmap.Child(obj, "spec"), "finalizers", func(f any) bool { return f == strategy.FinalizerKubernetes })
 		return json.Marshal(obj)
 	}, ns)
 	if storage.CodeOf(err) == storage.ErrNotFound {
@@ -309,7 +310,7 @@ func (c *Namespaces) setConditions(ctx context.Context, ns *object.Object, left 
 		if err != nil {
 			return nil, err
 		}
-		status := childMap(obj, "status")
+		status := jsonmap.Child(obj, "status")
 		old, _ := status["conditions"].([]any)
 		if sameConditions(old, conditions) {
 			return nil, errUnchanged
@@ -373,16 +374,6 @@ func create(ctx context.Context, store storage.Interface, key string, data []byt
 		return nil
 	}
 	return err
-}
-
-// childMap returns obj[field] as a map, adding an empty one if absent.
-func childMap(obj map[string]any, field string) map[string]any {
-	m, _ := obj[field].(map[string]any)
-	if m == nil {
-		m = map[string]any{}
-		obj[field] = m
-	}
-	return m
 }
 
 func decode(o *object.Object) (map[string]any, error) {

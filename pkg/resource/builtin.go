@@ -96,7 +96,7 @@ func Builtins() []*Resource {
 		{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy", Plural: "networkpolicies", ShortNames: []string{"netpol"},
 			Namespaced: true, Generation: true, StrategicMergeType: networkingv1.NetworkPolicy{}},
 		{Group: "scheduling.k8s.io", Version: "v1", Kind: "PriorityClass", Plural: "priorityclasses", ShortNames: []string{"pc"},
-			StrategicMergeType: schedulingv1.PriorityClass{}},
+			Generation: true, StrategicMergeType: schedulingv1.PriorityClass{}},
 		{Group: "storage.k8s.io", Version: "v1", Kind: "StorageClass", Plural: "storageclasses", ShortNames: []string{"sc"},
 			StrategicMergeType: storagev1.StorageClass{}},
 		{Group: rbac, Version: "v1", Kind: "Role", Plural: "roles", Singular: "role", Namespaced: true,

@@ -11,6 +11,8 @@ import (
 	"github.com/watchcache/watchcache/pkg/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // apiError is an error with its Kubernetes Status, ready to write.
@@ -45,6 +47,12 @@ func invalid(res *resource.Resource, name, field, detail string) *apiError {
 	e.status.Details = &metav1.StatusDetails{Name: name, Group: res.Group, Kind: res.Kind,
 		Causes: []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Message: detail, Field: field}}}
 	return e
+}
+
+// invalidObject is the 422 Invalid of an object that failed validation,
+// with one cause per error.
+func invalidObject(res *resource.Resource, name string, errs field.ErrorList) *apiError {
+	return toAPIError(apierrors.NewInvalid(schema.GroupKind{Group: res.Group, Kind: res.Kind}, name, errs), res, name)
 }
 
 // toAPIError maps any error to its Status: the one place where storage

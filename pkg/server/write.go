@@ -4,13 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
 
+	"github.com/watchcache/watchcache/pkg/defaults"
 	"github.com/watchcache/watchcache/pkg/lifecycle"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
 	"github.com/watchcache/watchcache/pkg/strategy"
+	"github.com/watchcache/watchcache/pkg/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 )
 
@@ -41,8 +45,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request, st
 			writeError(w, aerr, req.res, name)
 			return
 		}
+		defaults.Apply(req.res.Group, req.res.Kind, obj)
 		strategy.PrepareForCreate(req.res, obj)
-		data, err := json.Marshal(obj)
+		defaults.ApplyOnCreate(req.res.Group, req.res.Kind, obj)
+		data, err := encodeValid(req.res, name, obj, nil)
 		if err == nil {
 			err = s.admit(r.Context(), req, data)
 		}
@@ -215,17 +221,64 @@ func prepareUpdate(obj map[string]any, req *request, cur *object.Object) ([]byte
 		return nil, storage.NewError(storage.ErrConflict, cur.Key(), "the object has been modified; please apply your changes to the latest version and try again")
 	}
 	delete(meta, "resourceVersion")
+	defaults.Apply(req.res.Group, req.res.Kind, obj)
 	_, setsDeletion := meta["deletionTimestamp"]
 	_, setsGrace := meta["deletionGracePeriodSeconds"]
-	if req.res.Status || req.res.Generation || setsDeletion || setsGrace || lifecycle.BeingDeleted(cur) {
-		var old map[string]any
-		if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &old); err != nil {
-			return nil, err
-		}
-		strategy.PrepareForUpdate(req.res, req.subresource, obj, old)
-		strategy.KeepDeletion(obj, old)
+	validated := req.subresource == "" && validation.Has(req.res.Group, req.res.Kind)
+	if !req.res.Status && !req.res.Generation && !setsDeletion && !setsGrace && !lifecycle.BeingDeleted(cur) && !validated {
+		return encodeObject(req.res, obj)
 	}
-	return json.Marshal(obj)
+	var old map[string]any
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &old); err != nil {
+		return nil, err
+	}
+	strategy.PrepareForUpdate(req.res, req.subresource, obj, old)
+	strategy.KeepDeletion(obj, old)
+	if !validated {
+		return encodeObject(req.res, obj)
+	}
+	return encodeValid(req.res, req.name, obj, old)
+}
+
+// encodeValid encodes obj (encodeObject) and checks it, as stored, as a
+// new object or, if old is not nil, as an update of old: 422 Invalid if it
+// fails.
+func encodeValid(res *resource.Resource, name string, obj, old map[string]any) ([]byte, error) {
+	data, err := encodeObject(res, obj)
+	if err != nil || !validation.Has(res.Group, res.Kind) {
+		return data, err
+	}
+	var stored map[string]any
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &stored); err != nil {
+		return nil, err
+	}
+	var errs field.ErrorList
+	if old == nil {
+		errs = validation.Validate(res.Group, res.Kind, stored)
+	} else {
+		errs = validation.ValidateUpdate(res.Group, res.Kind, stored, old)
+	}
+	if len(errs) > 0 {
+		return nil, invalidObject(res, name, errs)
+	}
+	return data, nil
+}
+
+// encodeObject is the JSON a built-in kind's object is stored as: through
+// its Go type, as kube-apiserver encodes it, so that unknown fields are
+// dropped and fields without omitempty are written with their zero values
+// (a new Service's "status":{"loadBalancer":{}}). Custom resources are
+// stored as they are.
+func encodeObject(res *resource.Resource, obj map[string]any) ([]byte, error) {
+	data, err := json.Marshal(obj)
+	if err != nil || res.StrategicMergeType == nil {
+		return data, err
+	}
+	typed := reflect.New(reflect.TypeOf(res.StrategicMergeType)).Interface()
+	if err := json.Unmarshal(data, typed); err != nil {
+		return nil, badRequest("the object is not a valid %s: %v", res.Kind, err)
+	}
+	return json.Marshal(typed)
 }
 
 // prepareAdmittedUpdate is prepareUpdate followed by the write's admission.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/watchcache/watchcache/pkg/jsonmap"
 	"github.com/watchcache/watchcache/pkg/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -138,18 +139,8 @@ func setGCFinalizers(res *resource.Resource, meta map[string]any, d Deletion) bo
 	if sameSet(old, kept) {
 		return false
 	}
-	SetList(meta, "finalizers", kept)
+	jsonmap.SetList(meta, "finalizers", kept)
 	return true
-}
-
-// SetList sets m[field] to list, or removes the field when list is empty,
-// as kube-apiserver's JSON omits empty metadata lists.
-func SetList(m map[string]any, field string, list []any) {
-	if len(list) == 0 {
-		delete(m, field)
-	} else {
-		m[field] = list
-	}
 }
 
 // sameSet reports whether two lists hold the same values.

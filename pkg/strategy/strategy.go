@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"reflect"
 
+	"github.com/watchcache/watchcache/pkg/jsonmap"
 	"github.com/watchcache/watchcache/pkg/resource"
 )
 
@@ -79,7 +80,7 @@ func writeOnly(obj, old map[string]any, path []string) {
 	for k := range obj {
 		delete(obj, k)
 	}
-	for k, v := range deepCopy(old) {
+	for k, v := range jsonmap.DeepCopy(old).(map[string]any) {
 		obj[k] = v
 	}
 	set(obj, path, value, hasValue)
@@ -163,34 +164,4 @@ func generationOf(obj map[string]any) int64 { return int64Field(metadata(obj), "
 
 // metadata returns obj's metadata, adding an empty one if absent (callers
 // have checked it is an object).
-func metadata(obj map[string]any) map[string]any {
-	m, ok := obj["metadata"].(map[string]any)
-	if !ok {
-		m = map[string]any{}
-		obj["metadata"] = m
-	}
-	return m
-}
-
-// deepCopy copies a decoded JSON object.
-func deepCopy(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = deepCopyValue(v)
-	}
-	return out
-}
-
-func deepCopyValue(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		return deepCopy(v)
-	case []any:
-		out := make([]any, len(v))
-		for i, x := range v {
-			out[i] = deepCopyValue(x)
-		}
-		return out
-	}
-	return v
-}
+func metadata(obj map[string]any) map[string]any { return jsonmap.Child(obj, "metadata") }

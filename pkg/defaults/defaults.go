@@ -1,0 +1,93 @@
+// Package defaults gives objects of the built-in kinds the defaults
+// kube-apiserver gives them (its generated defaulters, and the defaults of
+// its default admission plugins that every client sees: a pod's priority
+// and its not-ready/unreachable tolerations), as data: per kind, a list of
+// rules, each a path and the value a missing field there gets.
+//
+// Objects are JSON objects decoded as map[string]any with integers as
+// int64 (sigs.k8s.io/json's PreserveInts); defaults change them in place.
+package defaults
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/watchcache/watchcache/pkg/jsonmap"
+)
+
+// Rule defaults one field, or runs code on one object. Path is dotted
+// from the object (or from the fragment a rule list is placed under, see
+// under); a segment "name[]" goes into every element of list "name"; ""
+// is the object itself. A Value rule gives the field at Path a copy of
+// Value if it is absent; every segment before it must exist: a rule never
+// creates the object it defaults in, so that "readinessProbe.periodSeconds"
+// applies only to containers with a readiness probe (rules that create an
+// object come first, on their own). An Fn rule runs Fn on each object at
+// Path, for defaults that are computed.
+type Rule struct {
+	Path  string
+	Value any
+	Fn    func(obj map[string]any)
+}
+
+// Apply applies the rules of kind group/kind (none for kinds without
+// defaults, such as custom resources) to obj.
+func Apply(group, kind string, obj map[string]any) {
+	apply(obj, kinds[group+"/"+kind])
+}
+
+// ApplyOnCreate applies what kind group/kind's strategy sets on a new
+// object after its status was reset (a pod's phase and QoS class, a
+// claim's phase): the rules apply to the object as created.
+func ApplyOnCreate(group, kind string, obj map[string]any) {
+	apply(obj, onCreate[group+"/"+kind])
+}
+
+func apply(obj map[string]any, rules []Rule) {
+	for _, r := range rules {
+		var path []string
+		if r.Path != "" {
+			path = strings.Split(r.Path, ".")
+		}
+		applyRule(obj, path, r)
+	}
+}
+
+// applyRule applies r to m, the object reached so far, with path the
+// segments left.
+func applyRule(m map[string]any, path []string, r Rule) {
+	if len(path) == 0 {
+		if r.Fn != nil {
+			r.Fn(m)
+		}
+		return
+	}
+	seg := path[0]
+	if name, isList := strings.CutSuffix(seg, "[]"); isList {
+		list, _ := m[name].([]any)
+		for _, item := range list {
+			if elem, ok := item.(map[string]any); ok {
+				applyRule(elem, path[1:], r)
+			}
+		}
+		return
+	}
+	if len(path) == 1 && r.Fn == nil {
+		if _, present := m[seg]; !present {
+			m[seg] = jsonmap.DeepCopy(r.Value)
+		}
+		return
+	}
+	if child, ok := m[seg].(map[string]any); ok {
+		applyRule(child, path[1:], r)
+	}
+}
+
+// under places rules under a path prefix.
+func under(prefix string, lists ...[]Rule) []Rule {
+	out := slices.Concat(lists...)
+	for i := range out {
+		out[i].Path = jsonmap.JoinPath(prefix, out[i].Path)
+	}
+	return out
+}

@@ -1,0 +1,55 @@
+// Package jsonmap holds the small operations on decoded JSON objects
+// (map[string]any, []any and plain values) that the strategies, the
+// defaults and the controllers share.
+package jsonmap
+
+// Child returns m[key] as an object, adding an empty one if it is absent
+// (or not an object).
+func Child(m map[string]any, key string) map[string]any {
+	child, ok := m[key].(map[string]any)
+	if !ok {
+		child = map[string]any{}
+		m[key] = child
+	}
+	return child
+}
+
+// SetList sets m[field] to list, or removes the field when list is empty,
+// as kube-apiserver's JSON omits empty metadata lists.
+func SetList(m map[string]any, field string, list []any) {
+	if len(list) == 0 {
+		delete(m, field)
+	} else {
+		m[field] = list
+	}
+}
+
+// DeepCopy copies a JSON value, sharing nothing with it.
+func DeepCopy(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[k] = DeepCopy(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = DeepCopy(x)
+		}
+		return out
+	}
+	return v
+}
+
+// JoinPath joins two dotted paths; "" is the empty path.
+func JoinPath(prefix, path string) string {
+	switch {
+	case prefix == "":
+		return path
+	case path == "":
+		return prefix
+	}
+	return prefix + "." + path
+}
