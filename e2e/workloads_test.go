@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection"
@@ -157,5 +158,40 @@ func TestStatusAndScale(t *testing.T) {
 	}
 	if out := k.fail("scale", "configmap", "x", "--replicas=1"); !strings.Contains(out, "not found") && !strings.Contains(out, "cannot") {
 		t.Errorf("kubectl scale configmap: %s", out)
+	}
+}
+
+// TestPodBinding: a scheduler binds a pod through pods/binding (client-go's
+// Bind): the pod gets its node and the PodScheduled condition; binding it
+// again is a conflict, and a binding without a target is invalid.
+func TestPodBinding(t *testing.T) {
+	ctx := cgContext(t)
+	ns := cgNamespace(t, cgDynamic(t), "binding")
+	pods := clientset(t, cgConfig(nil)).CoreV1().Pods(ns)
+	if _, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"scheduled-by": "test"}},
+		Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"}}
+	if err := pods.Bind(ctx, binding, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatalf("dry-run bind: %v", err)
+	}
+	if pod, err := pods.Get(ctx, "p", metav1.GetOptions{}); err != nil || pod.Spec.NodeName != "" {
+		t.Fatalf("after a dry-run bind: %+v, %v", pod.Spec, err)
+	}
+	if err := pods.Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("bind: %v", err)
+	}
+	pod, err := pods.Get(ctx, "p", metav1.GetOptions{})
+	if err != nil || pod.Spec.NodeName != "node-1" || pod.Annotations["scheduled-by"] != "test" ||
+		len(pod.Status.Conditions) != 1 || pod.Status.Conditions[0].Type != corev1.PodScheduled || pod.Status.Conditions[0].Status != corev1.ConditionTrue {
+		t.Fatalf("bound pod: %+v, %v", pod, err)
+	}
+	if err := pods.Bind(ctx, binding, metav1.CreateOptions{}); !apierrors.IsConflict(err) || !strings.Contains(err.Error(), `pod p is already assigned to node "node-1"`) {
+		t.Errorf("second bind: %v, want Conflict", err)
+	}
+	if err := pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "p"}}, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("bind without a target: %v, want Invalid", err)
 	}
 }

@@ -21,6 +21,9 @@ type ActionRequest struct {
 	// subresource is posted to).
 	Namespace, Name string
 	Body            []byte
+	// DryRun says dryRun=All: an action that writes must not (one that
+	// writes nothing, a review or a token request, answers as usual).
+	DryRun bool
 }
 
 // ActionKey names an action in Config.Actions: the resource as
@@ -50,7 +53,7 @@ func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, req *reques
 		writeError(w, aerr, req.res, req.name)
 		return
 	}
-	out, err := action(r.Context(), ActionRequest{Namespace: req.namespace, Name: req.name, Body: body})
+	out, err := action(r.Context(), ActionRequest{Namespace: req.namespace, Name: req.name, Body: body, DryRun: req.dryRun})
 	if err != nil {
 		writeError(w, err, req.res, req.name)
 		return

@@ -6,6 +6,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/pprof"
 	"strings"
@@ -75,9 +76,15 @@ func New(cfg Config) *Server {
 		minWatch:   cfg.MinWatchTimeout,
 		mux:        http.NewServeMux(),
 		openapi:    buildOpenAPI(cfg.Registry),
-		actions:    cfg.Actions,
+		actions:    maps.Clone(cfg.Actions),
 		admitWrite: cfg.AdmitWrite,
 		afterWrite: cfg.AfterWrite,
+	}
+	if s.actions == nil {
+		s.actions = map[string]Action{}
+	}
+	if pods := cfg.Registry.Lookup("", "v1", "pods"); pods != nil {
+		s.actions[ActionKey(pods, bindingSubresource)] = s.bind
 	}
 	if s.minWatch == 0 {
 		s.minWatch = 30 * time.Minute
