@@ -94,6 +94,7 @@ func (e *eventEncoder) appendEvent(buf []byte, ev storage.Event) []byte {
 	default:
 		if e.table != nil {
 			buf = e.table.appendTable(buf, e.res, []*object.Object{ev.Object}, nil)
+			e.table.noHeaders = true // the first event's are the watch's
 		} else {
 			buf = ev.Object.AppendJSON(buf)
 		}

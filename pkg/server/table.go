@@ -10,13 +10,16 @@ import (
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
-	"k8s.io/apimachinery/pkg/util/duration"
+	"github.com/watchcache/watchcache/pkg/table"
 )
 
 // tableOptions is a request for meta.k8s.io Table output (kubectl get).
 type tableOptions struct {
 	apiVersion    string // meta.k8s.io/v1 or meta.k8s.io/v1beta1
 	includeObject string // None, Metadata (default) or Object
+	// noHeaders leaves the column definitions out, as kube-apiserver does
+	// in a watch's events after the first.
+	noHeaders bool
 }
 
 // tableRequest returns the Table options when the Accept header's first
@@ -39,14 +42,10 @@ func tableRequest(r *http.Request) *tableOptions {
 	return nil
 }
 
-// tableColumns are the columns of every resource's table: NAME and AGE,
-// as kubectl prints them for custom resources.
-const tableColumns = `[{"name":"Name","type":"string","format":"name","description":"Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated.","priority":0},` +
-	`{"name":"Age","type":"string","format":"","description":"CreationTimestamp is a timestamp representing the server time when this object was created.","priority":0}]`
-
-// appendTable appends a Table of items; list, if not nil, gives the
-// table's list metadata.
+// appendTable appends a Table of items with the resource's columns; list,
+// if not nil, gives the table's list metadata.
 func (t *tableOptions) appendTable(buf []byte, res *resource.Resource, items []*object.Object, list *storage.List) []byte {
+	columns := table.For(res.Group, res.Plural)
 	buf = append(buf, `{"kind":"Table","apiVersion":"`...)
 	buf = append(buf, t.apiVersion...)
 	buf = append(buf, `","metadata":`...)
@@ -64,30 +63,25 @@ func (t *tableOptions) appendTable(buf []byte, res *resource.Resource, items []*
 		buf = append(buf, "{}"...)
 	}
 	buf = append(buf, `,"columnDefinitions":`...)
-	buf = append(buf, tableColumns...)
+	if t.noHeaders {
+		buf = append(buf, "null"...)
+	} else {
+		buf = columns.AppendColumns(buf)
+	}
 	buf = append(buf, `,"rows":[`...)
 	now := time.Now()
 	for i, obj := range items {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = t.appendRow(buf, obj, now)
+		buf = t.appendRow(buf, columns, obj, now)
 	}
 	return append(buf, "]}"...)
 }
 
-func (t *tableOptions) appendRow(buf []byte, obj *object.Object, now time.Time) []byte {
-	var meta struct {
-		CreationTimestamp time.Time `json:"creationTimestamp"`
-	}
-	json.Unmarshal(obj.AppendMetadata(nil), &meta)
-	age := "<unknown>"
-	if !meta.CreationTimestamp.IsZero() {
-		age = duration.HumanDuration(now.Sub(meta.CreationTimestamp))
-	}
-	cells, _ := json.Marshal([]string{obj.Name(), age})
+func (t *tableOptions) appendRow(buf []byte, columns *table.Table, obj *object.Object, now time.Time) []byte {
 	buf = append(buf, `{"cells":`...)
-	buf = append(buf, cells...)
+	buf = columns.AppendCells(buf, obj.Stored(), now)
 	switch t.includeObject {
 	case "Object":
 		buf = append(buf, `,"object":`...)
