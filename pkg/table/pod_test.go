@@ -2,8 +2,12 @@ package table
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The cases of kube-apiserver's printer tests (TestPrintPod,
@@ -217,6 +221,67 @@ func TestPodRow(t *testing.T) {
 			if got[i] != test.want[i] {
 				t.Errorf("%s: cell %d: got %v, want %v", data, i, got[i], test.want[i])
 			}
+		}
+	}
+}
+
+// TestTypedObjects prints objects written by k8s.io/api's types, so that
+// the JSON names the cells read are those of the API.
+func TestTypedObjects(t *testing.T) {
+	finished := metav1.NewTime(podNow.Add(-3 * time.Minute))
+	always, started := corev1.ContainerRestartPolicyAlways, true
+	tests := []struct {
+		resource string
+		obj      any
+		want     []any
+	}{
+		{"pods", corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", CreationTimestamp: metav1.NewTime(podNow.Add(-time.Hour))},
+			Spec: corev1.PodSpec{
+				NodeName:       "node-1",
+				InitContainers: []corev1.Container{{Name: "sidecar", RestartPolicy: &always}},
+				Containers:     []corev1.Container{{Name: "web"}, {Name: "log"}},
+				ReadinessGates: []corev1.PodReadinessGate{{ConditionType: "example.com/gate"}},
+			},
+			Status: corev1.PodStatus{
+				Phase: corev1.PodRunning, NominatedNodeName: "node-2", PodIPs: []corev1.PodIP{{IP: "10.0.0.5"}},
+				Conditions: []corev1.PodCondition{{Type: corev1.PodInitialized, Status: corev1.ConditionTrue}, {Type: "example.com/gate", Status: corev1.ConditionTrue}},
+				InitContainerStatuses: []corev1.ContainerStatus{{Name: "sidecar", Ready: true, Started: &started, RestartCount: 1,
+					State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}},
+				ContainerStatuses: []corev1.ContainerStatus{
+					{Name: "web", Ready: true, RestartCount: 2, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+						LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, FinishedAt: finished}}},
+					{Name: "log", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}},
+				},
+			},
+		}, []any{"web", "2/3", "CrashLoopBackOff", "3 (3m ago)", "60m", "10.0.0.5", "node-1", "node-2", "1/1"}},
+		{"nodes", corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"node-role.kubernetes.io/worker": ""}},
+			Status: corev1.NodeStatus{
+				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}},
+				Addresses:  []corev1.NodeAddress{{Type: corev1.NodeExternalIP, Address: "1.2.3.4"}},
+				NodeInfo:   corev1.NodeSystemInfo{KubeletVersion: "v1.37.0", OSImage: "Debian", KernelVersion: "6.1", Architecture: "arm64", ContainerRuntimeVersion: "cri-o://1"},
+			},
+		}, []any{"n", "NotReady", "worker", "<unknown>", "v1.37.0", "<none>", "1.2.3.4", "Debian", "6.1 (arm64)", "cri-o://1"}},
+		{"events", corev1.Event{
+			ObjectMeta:          metav1.ObjectMeta{Name: "e"},
+			InvolvedObject:      corev1.ObjectReference{Kind: "Node", Name: "n", FieldPath: "status"},
+			Reason:              "Rebooted",
+			Message:             "rebooted",
+			Type:                corev1.EventTypeWarning,
+			EventTime:           metav1.NewMicroTime(podNow.Add(-time.Minute)),
+			Series:              &corev1.EventSeries{Count: 5, LastObservedTime: metav1.NewMicroTime(podNow.Add(-2 * time.Second))},
+			ReportingController: "kubelet",
+			ReportingInstance:   "n",
+		}, []any{"2s", "Warning", "Rebooted", "node/n", "status", "kubelet, n", "rebooted", "60s", 5.0, "e"}},
+	}
+	for _, test := range tests {
+		data, err := json.Marshal(test.obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cells(t, "", test.resource, string(data), podNow); !reflect.DeepEqual(got, test.want) {
+			t.Errorf("%s: %s:\n got %#v\nwant %#v", test.resource, data, got, test.want)
 		}
 	}
 }
