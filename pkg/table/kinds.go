@@ -305,6 +305,7 @@ func bindingColumns(roleRef, kind string) []column {
 	}
 }
 
+// tables builds the table of each kind.
 func tables(kinds map[string][]column) map[string]*Table {
 	t := make(map[string]*Table, len(kinds))
 	for key, columns := range kinds {

@@ -52,6 +52,7 @@ var containerStatusPaths = compile([]string{
 	"state.terminated.reason", "state.terminated.exitCode", "state.terminated.signal", "lastState.terminated.finishedAt",
 })
 
+// readContainerStatus reads a container's status in one scan.
 func readContainerStatus(r raw) containerStatus {
 	var v [11]raw
 	containerStatusPaths.capture(r, v[:])

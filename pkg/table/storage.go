@@ -81,6 +81,8 @@ func quotaRequests(v []raw, _ *row) any { return quotaUsage(v[0], v[1], false) }
 // resources.
 func quotaLimits(v []raw, _ *row) any { return quotaUsage(v[0], v[1], true) }
 
+// quotaUsage lists the used and hard amounts of the limits.* resources
+// of a quota, or of the others.
 func quotaUsage(hard, used raw, limits bool) string {
 	var names []string
 	for name := range hard.members() {

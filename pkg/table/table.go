@@ -56,6 +56,8 @@ type Table struct {
 	definitions []byte
 }
 
+// newTable compiles the paths of the columns' cells and encodes their
+// definitions.
 func newTable(columns []column) *Table {
 	t := &Table{columns: columns}
 	type definition struct {
@@ -94,7 +96,7 @@ func (t *Table) AppendColumns(buf []byte) []byte { return append(buf, t.definiti
 // as stored, as a JSON array; ages are measured to now.
 func (t *Table) AppendCells(buf, obj []byte, now time.Time) []byte {
 	v := make([]raw, t.slots)
-	t.paths.capture(obj, v)
+	t.paths.capture(obj[space(obj, 0):], v)
 	r := &row{now: now}
 	buf = append(buf, '[')
 	for i, c := range t.columns {

@@ -51,7 +51,7 @@ func TestCustomResources(t *testing.T) {
 		t.Errorf("columns: %+v", defs)
 	}
 	now := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
-	obj := `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w\u00e9","creationTimestamp":"2026-11-01T10:00:00Z"},"spec":{}}`
+	obj := " \n" + `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w\u00e9","creationTimestamp":"2026-11-01T10:00:00Z"},"spec":{}}`
 	if got := string(tb.AppendCells(nil, []byte(obj), now)); got != `["wé","24h"]` {
 		t.Errorf("cells: %s", got)
 	}
