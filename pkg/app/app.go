@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/watchcache/watchcache/pkg/audit"
 	"github.com/watchcache/watchcache/pkg/controller"
+	"github.com/watchcache/watchcache/pkg/conversion"
 	"github.com/watchcache/watchcache/pkg/encryption"
 	"github.com/watchcache/watchcache/pkg/etcdembed"
 	"github.com/watchcache/watchcache/pkg/metrics"
@@ -226,8 +227,13 @@ func Start(cfg Config) (_ *App, err error) {
 	}
 	stores := map[*resource.Resource]storage.Interface{}
 	for _, res := range registry.All() {
-		if res.Stored() {
+		if res.OwnStorage() {
 			stores[res] = a.newStore(cfg, res, storageMetrics, enc)
+		}
+	}
+	for _, res := range registry.All() {
+		if res.Stored() && res.StoredWith != nil {
+			stores[res] = conversion.Store(stores[registry.StorageOf(res)], conversion.For(res.Group, res.Version, res.Kind))
 		}
 	}
 	if err := ensureSystemNamespaces(ctx, stores[registry.Lookup("", "v1", "namespaces")]); err != nil {

@@ -75,7 +75,7 @@ func (gc *GarbageCollector) Run(ctx context.Context) {
 	gc.owners = map[objectRef][]metav1.OwnerReference{}
 	gc.q = newQueue[objectRef](ctx, "garbage-collector")
 	for _, res := range gc.Registry.All() {
-		if !res.Stored() {
+		if !res.OwnStorage() {
 			continue
 		}
 		go informer.Run(ctx, gc.Stores[res], informer.Handler{

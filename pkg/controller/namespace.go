@@ -229,7 +229,7 @@ func (c *Namespaces) deleteContent(ctx context.Context, ns string) (contentLeft,
 	zero, background := int64(0), metav1.DeletePropagationBackground
 	d := strategy.Deletion{GracePeriodSeconds: &zero, Propagation: &background, Now: time.Now()}
 	for _, res := range c.Registry.All() {
-		if !res.Namespaced || !res.Stored() {
+		if !res.Namespaced || !res.OwnStorage() {
 			continue
 		}
 		list, err := lifecycle.DeleteAll(ctx, res, c.Stores[res], res.Scope(ns), storage.ListOptions{}, d)

@@ -8,6 +8,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -24,6 +25,12 @@ const (
 	authorization  = "authorization.k8s.io"
 	authentication = "authentication.k8s.io"
 )
+
+// eventFields are the selectable fields of events, in both versions (as
+// kube-apiserver, which selects on the stored core/v1 objects).
+var eventFields = []string{"involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
+	"involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
+	"involvedObject.fieldPath", "reason", "reportingComponent", "source.component", "type"}
 
 // all is the category of `kubectl get all`, as kube-apiserver assigns it.
 var all = []string{"all"}
@@ -50,10 +57,7 @@ func Builtins() []*Resource {
 		{Version: "v1", Kind: "Secret", Plural: "secrets", Singular: "secret", Namespaced: true,
 			SelectableFields: []string{"type"}, StrategicMergeType: corev1.Secret{}},
 		{Version: "v1", Kind: "Event", Plural: "events", Singular: "event", ShortNames: []string{"ev"}, Namespaced: true,
-			SelectableFields: []string{"involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
-				"involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
-				"involvedObject.fieldPath", "reason", "reportingComponent", "source.component", "type"},
-			StrategicMergeType: corev1.Event{}},
+			SelectableFields: eventFields, StrategicMergeType: corev1.Event{}},
 		{Version: "v1", Kind: "ServiceAccount", Plural: "serviceaccounts", Singular: "serviceaccount", ShortNames: []string{"sa"},
 			Namespaced: true, StrategicMergeType: corev1.ServiceAccount{},
 			Subresources: []Subresource{{Name: "token", Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}}},
@@ -71,6 +75,8 @@ func Builtins() []*Resource {
 			Categories: all, SelectableFields: []string{"status.replicas"}, Status: true, Generation: true, Scale: true, OrphanByDefault: true,
 			StrategicMergeType: corev1.ReplicationController{}},
 		{Version: "v1", Kind: "PodTemplate", Plural: "podtemplates", Namespaced: true, Generation: true, StrategicMergeType: corev1.PodTemplate{}},
+		{Group: "events.k8s.io", Version: "v1", Kind: "Event", Plural: "events", Singular: "event", Namespaced: true,
+			SelectableFields: eventFields, StoredWith: &GroupResource{Plural: "events"}, StrategicMergeType: eventsv1.Event{}},
 		{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease", Plural: "leases", Namespaced: true,
 			StrategicMergeType: coordinationv1.Lease{}},
 		{Group: "apps", Version: "v1", Kind: "Deployment", Plural: "deployments", ShortNames: []string{"deploy"}, Namespaced: true,

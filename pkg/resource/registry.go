@@ -54,6 +54,20 @@ func (reg *Registry) Lookup(group, version, plural string) *Resource {
 // unknown.
 func (reg *Registry) ByKind(group, kind string) *Resource { return reg.byKind[group+"/"+kind] }
 
+// StorageOf is the resource whose store holds res's objects: res itself,
+// or the resource it is StoredWith; nil if that is not registered.
+func (reg *Registry) StorageOf(res *Resource) *Resource {
+	if res.StoredWith == nil {
+		return res
+	}
+	for _, r := range reg.all {
+		if r.OwnStorage() && r.Group == res.StoredWith.Group && r.Plural == res.StoredWith.Plural {
+			return r
+		}
+	}
+	return nil
+}
+
 // All lists the resources in registration order.
 func (reg *Registry) All() []*Resource { return reg.all }
 

@@ -57,6 +57,13 @@ type Resource struct {
 	// update of it writes only spec.finalizers.
 	Finalize bool `json:"-"`
 
+	// StoredWith, for a resource that serves another resource's objects in
+	// another version (events.k8s.io/v1 events are core/v1 events), names
+	// that resource: the two share its store and watch cache, objects
+	// converted on the way (package conversion). Nil for a resource stored
+	// on its own.
+	StoredWith *GroupResource `json:"-"`
+
 	// StrategicMergeType is a value of the kind's Go type from k8s.io/api,
 	// for strategic merge patch; nil for custom resources.
 	StrategicMergeType any `json:"-"`
@@ -66,6 +73,9 @@ type Resource struct {
 	// need not contain a dot.
 	builtin bool
 }
+
+// GroupResource names a resource by group and plural.
+type GroupResource struct{ Group, Plural string }
 
 // Subresource is a subresource answered by an action: a POST of an object
 // of its own kind, possibly of another group (serviceaccounts/token takes
@@ -91,6 +101,10 @@ func (r *Resource) Subresource(name string) *Subresource {
 // Stored reports whether the resource's objects live in etcd (false for
 // create-only resources such as reviews).
 func (r *Resource) Stored() bool { return !r.CreateOnly }
+
+// OwnStorage reports whether the resource has a store of its own: stored,
+// and not in another resource's store (StoredWith).
+func (r *Resource) OwnStorage() bool { return r.Stored() && r.StoredWith == nil }
 
 // GroupVersion is the apiVersion of the resource's objects ("v1",
 // "example.com/v1").

@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -33,7 +34,7 @@ var protobufDecoder = func() runtime.Decoder {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, rbacv1.AddToScheme,
 		authenticationv1.AddToScheme, authorizationv1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme,
-		coordinationv1.AddToScheme, discoveryv1.AddToScheme, networkingv1.AddToScheme, policyv1.AddToScheme,
+		coordinationv1.AddToScheme, discoveryv1.AddToScheme, eventsv1.AddToScheme, networkingv1.AddToScheme, policyv1.AddToScheme,
 		schedulingv1.AddToScheme, storagev1.AddToScheme, autoscalingv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			panic(err)

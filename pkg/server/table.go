@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/watchcache/watchcache/pkg/conversion"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
@@ -45,7 +46,7 @@ func tableRequest(r *http.Request) *tableOptions {
 // appendTable appends a Table of items with the resource's columns; list,
 // if not nil, gives the table's list metadata.
 func (t *tableOptions) appendTable(buf []byte, res *resource.Resource, items []*object.Object, list *storage.List) []byte {
-	columns := table.For(res.Group, res.Plural)
+	columns, stored := tableColumns(res)
 	buf = append(buf, `{"kind":"Table","apiVersion":"`...)
 	buf = append(buf, t.apiVersion...)
 	buf = append(buf, `","metadata":`...)
@@ -74,14 +75,33 @@ func (t *tableOptions) appendTable(buf []byte, res *resource.Resource, items []*
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = t.appendRow(buf, columns, obj, now)
+		buf = t.appendRow(buf, columns, obj, stored(obj), now)
 	}
 	return append(buf, "]}"...)
 }
 
-func (t *tableOptions) appendRow(buf []byte, columns *table.Table, obj *object.Object, now time.Time) []byte {
+// tableColumns returns a resource's columns and the JSON its cells are
+// computed from: the object's, or for a resource served in another
+// version than it is stored in (events.k8s.io/v1 events), the stored
+// version's columns and the object converted back to that version.
+func tableColumns(res *resource.Resource) (*table.Table, func(*object.Object) []byte) {
+	if res.StoredWith == nil {
+		return table.For(res.Group, res.Plural), (*object.Object).Stored
+	}
+	c := conversion.For(res.Group, res.Version, res.Kind)
+	return table.For(res.StoredWith.Group, res.StoredWith.Plural), func(o *object.Object) []byte {
+		data, err := c.ToStorage(o.Stored())
+		if err != nil {
+			return o.Stored() // its cells are empty
+		}
+		return data
+	}
+}
+
+// appendRow appends obj's row, its cells computed from cellJSON.
+func (t *tableOptions) appendRow(buf []byte, columns *table.Table, obj *object.Object, cellJSON []byte, now time.Time) []byte {
 	buf = append(buf, `{"cells":`...)
-	buf = columns.AppendCells(buf, obj.Stored(), now)
+	buf = columns.AppendCells(buf, cellJSON, now)
 	switch t.includeObject {
 	case "Object":
 		buf = append(buf, `,"object":`...)
