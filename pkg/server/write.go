@@ -232,6 +232,9 @@ func prepareUpdate(obj map[string]any, req *request, cur *object.Object) ([]byte
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &old); err != nil {
 		return nil, err
 	}
+	// As kube-apiserver defaults what it reads from etcd: an object
+	// stored before a default existed compares as if it had it.
+	defaults.Apply(req.res.Group, req.res.Kind, old)
 	strategy.PrepareForUpdate(req.res, req.subresource, obj, old)
 	strategy.KeepDeletion(obj, old)
 	if !validated {
