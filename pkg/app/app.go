@@ -225,24 +225,24 @@ func Start(cfg Config) (_ *App, err error) {
 			return nil, fmt.Errorf("--encryption-provider-config: %w", err)
 		}
 	}
-	stores := map[*resource.Resource]storage.Interface{}
 	for _, res := range registry.All() {
 		if res.OwnStorage() {
-			stores[res] = a.newStore(cfg, res, storageMetrics, enc)
+			registry.SetStore(res, a.newStore(cfg, res, storageMetrics, enc))
 		}
 	}
 	for _, res := range registry.All() {
 		if res.Stored() && res.StoredWith != nil {
-			stores[res] = conversion.Store(stores[registry.StorageOf(res)], conversion.For(res.Group, res.Version, res.Kind))
+			registry.SetStore(res, conversion.Store(registry.Store(registry.StorageOf(res)), conversion.For(res.Group, res.Version, res.Kind)))
 		}
 	}
-	if err := ensureSystemNamespaces(ctx, stores[registry.Lookup("", "v1", "namespaces")]); err != nil {
+	namespaceStore := registry.Store(registry.Lookup("", "v1", "namespaces"))
+	if err := ensureSystemNamespaces(ctx, namespaceStore); err != nil {
 		return nil, err
 	}
 	if cfg.CompactionInterval > 0 {
 		go etcd3.NewCompactor(a.client, cfg.EtcdPrefix, cfg.CompactionInterval, cfg.Log).Run(ctx)
 	}
-	sec, err := a.startSecurity(ctx, cfg, registry, stores)
+	sec, err := a.startSecurity(ctx, cfg, registry)
 	if err != nil {
 		return nil, err
 	}
@@ -250,15 +250,15 @@ func Start(cfg Config) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
-	namespaces := &controller.Namespaces{Registry: registry, Stores: stores, RootCA: rootCA, Log: cfg.Log}
+	namespaces := &controller.Namespaces{Registry: registry, RootCA: rootCA, Log: cfg.Log}
 	go namespaces.Run(ctx)
-	gc := &controller.GarbageCollector{Registry: registry, Stores: stores, Log: cfg.Log}
+	gc := &controller.GarbageCollector{Registry: registry, Log: cfg.Log}
 	go gc.Run(ctx)
 	srv := server.New(server.Config{
-		Registry: registry, Stores: stores, Log: cfg.Log, MinWatchTimeout: cfg.MinWatchTimeout, Metrics: promRegistry, Profiling: cfg.Profiling,
+		Registry: registry, Log: cfg.Log, MinWatchTimeout: cfg.MinWatchTimeout, Metrics: promRegistry, Profiling: cfg.Profiling,
 		ReadyChecks: map[string]func(context.Context) error{
 			"etcd": func(ctx context.Context) error {
-				_, err := stores[registry.Lookup("", "v1", "namespaces")].CurrentResourceVersion(ctx)
+				_, err := namespaceStore.CurrentResourceVersion(ctx)
 				return err
 			},
 			"watch-cache-initialization": a.cachesInitialized(cfg.StorageInitializationTimeout),

@@ -32,7 +32,7 @@ type authorization struct {
 // newAuthorization builds the authorizer of modes (default RBAC) over the
 // RBAC resources' stores, starts RBAC's index and reconciles the bootstrap
 // policy.
-func newAuthorization(ctx context.Context, modes []string, registry *resource.Registry, stores map[*resource.Resource]storage.Interface, log *slog.Logger) (*authorization, error) {
+func newAuthorization(ctx context.Context, modes []string, registry *resource.Registry, log *slog.Logger) (*authorization, error) {
 	if len(modes) == 0 {
 		modes = []string{ModeRBAC}
 	}
@@ -44,7 +44,7 @@ func newAuthorization(ctx context.Context, modes []string, registry *resource.Re
 			if z.rbac != nil {
 				return nil, fmt.Errorf("authorization mode %s given twice", mode)
 			}
-			rbacStores := rbacStores(registry, stores)
+			rbacStores := rbacStores(registry)
 			z.rbac = rbac.New(rbacStores, log)
 			z.rbac.Start(ctx)
 			if err := bootstrap.Bootstrap(ctx, rbacStores, log); err != nil {
@@ -63,9 +63,9 @@ func newAuthorization(ctx context.Context, modes []string, registry *resource.Re
 	return z, nil
 }
 
-func rbacStores(registry *resource.Registry, stores map[*resource.Resource]storage.Interface) rbac.Stores {
+func rbacStores(registry *resource.Registry) rbac.Stores {
 	of := func(plural string) storage.Interface {
-		return stores[registry.Lookup("rbac.authorization.k8s.io", "v1", plural)]
+		return registry.Store(registry.Lookup("rbac.authorization.k8s.io", "v1", plural))
 	}
 	return rbac.Stores{Roles: of("roles"), RoleBindings: of("rolebindings"), ClusterRoles: of("clusterroles"),
 		ClusterRoleBindings: of("clusterrolebindings")}

@@ -16,7 +16,6 @@ import (
 	"github.com/watchcache/watchcache/pkg/requestinfo"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/server"
-	"github.com/watchcache/watchcache/pkg/storage"
 )
 
 // security is the request pipeline's authentication, audit and
@@ -31,13 +30,13 @@ type security struct {
 
 // startSecurity builds the authenticators, the authorizer (starting RBAC
 // and its bootstrap policy) and the audit log from cfg.
-func (a *App) startSecurity(ctx context.Context, cfg Config, registry *resource.Registry, stores map[*resource.Resource]storage.Interface) (*security, error) {
-	z, err := newAuthorization(ctx, cfg.AuthorizationModes, registry, stores, cfg.Log)
+func (a *App) startSecurity(ctx context.Context, cfg Config, registry *resource.Registry) (*security, error) {
+	z, err := newAuthorization(ctx, cfg.AuthorizationModes, registry, cfg.Log)
 	if err != nil {
 		return nil, err
 	}
 	serviceAccounts := registry.Lookup("", "v1", "serviceaccounts")
-	authenticator, sa, err := newAuthentication(cfg, a.ClientCAs, stores[serviceAccounts])
+	authenticator, sa, err := newAuthentication(cfg, a.ClientCAs, registry.Store(serviceAccounts))
 	if err != nil {
 		return nil, err
 	}

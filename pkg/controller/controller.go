@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/informer"
+	"github.com/watchcache/watchcache/pkg/object"
+	"github.com/watchcache/watchcache/pkg/resource"
+	"github.com/watchcache/watchcache/pkg/storage"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -52,4 +55,33 @@ func work[T comparable](ctx context.Context, q queue[T], sync func(context.Conte
 		}
 		q.Done(key)
 	}
+}
+
+// storeOf is res's store in reg, or, for a resource no longer served (a
+// deleted custom resource definition), a store in which nothing is found.
+func storeOf(reg *resource.Registry, res *resource.Resource) storage.Interface {
+	if s := reg.Store(res); s != nil {
+		return s
+	}
+	return goneStore{}
+}
+
+// goneStore is the store of a resource no longer served: reads and writes
+// find nothing (it is never watched).
+type goneStore struct{ storage.Interface }
+
+func (goneStore) Get(_ context.Context, key string, _ storage.GetOptions) (*object.Object, error) {
+	return nil, storage.NewNotFound(key)
+}
+
+func (goneStore) GetList(context.Context, string, storage.ListOptions) (*storage.List, error) {
+	return &storage.List{}, nil
+}
+
+func (goneStore) GuaranteedUpdate(_ context.Context, key string, _ *storage.Preconditions, _ storage.UpdateFunc, _ *object.Object) (*object.Object, error) {
+	return nil, storage.NewNotFound(key)
+}
+
+func (goneStore) Delete(_ context.Context, key string, _ *storage.Preconditions, _ *object.Object) (*object.Object, error) {
+	return nil, storage.NewNotFound(key)
 }

@@ -50,8 +50,6 @@ const blockedWait = 5 * time.Second
 type GarbageCollector struct {
 	// Registry resolves ownerReferences' kinds.
 	Registry *resource.Registry
-	// Stores are the resources' stores (watch caches).
-	Stores map[*resource.Resource]storage.Interface
 	Log    *slog.Logger
 
 	q queue[objectRef]
@@ -61,6 +59,8 @@ type GarbageCollector struct {
 	dependents map[string]map[objectRef]bool
 	// owners are the ownerReferences of the objects in dependents.
 	owners map[objectRef][]metav1.OwnerReference
+	// watching holds the informers' cancels, by resource.
+	watching map[*resource.Resource]context.CancelFunc
 }
 
 // objectRef names a stored object.
@@ -73,21 +73,61 @@ type objectRef struct {
 func (gc *GarbageCollector) Run(ctx context.Context) {
 	gc.dependents = map[string]map[objectRef]bool{}
 	gc.owners = map[objectRef][]metav1.OwnerReference{}
+	gc.watching = map[*resource.Resource]context.CancelFunc{}
 	gc.q = newQueue[objectRef](ctx, "garbage-collector")
-	for _, res := range gc.Registry.All() {
-		if !res.OwnStorage() {
-			continue
+	gc.Registry.OnChange(func(added, removed []*resource.Resource) {
+		for _, res := range added {
+			gc.watch(ctx, res)
 		}
-		go informer.Run(ctx, gc.Stores[res], informer.Handler{
-			Replace: func(items []*object.Object, _ uint64) { gc.replace(res, items) },
-			Apply:   func(ev storage.Event) { gc.apply(res, ev) },
-		}, res.String()+" for the garbage collector", gc.Log)
+		for _, res := range removed {
+			gc.unwatch(res)
+		}
+	})
+	for _, res := range gc.Registry.All() {
+		gc.watch(ctx, res)
 	}
 	var wg sync.WaitGroup
 	for range gcWorkers {
 		wg.Go(func() { work(ctx, gc.q, gc.sync, gc.Log) })
 	}
 	wg.Wait()
+}
+
+// watch starts the informer of a resource with a store of its own, once.
+func (gc *GarbageCollector) watch(ctx context.Context, res *resource.Resource) {
+	store := gc.Registry.Store(res)
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	if !res.OwnStorage() || store == nil || gc.watching[res] != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	gc.watching[res] = cancel
+	go informer.Run(ctx, store, informer.Handler{
+		Replace: func(items []*object.Object, _ uint64) { gc.replace(res, items) },
+		Apply:   func(ev storage.Event) { gc.apply(res, ev) },
+	}, res.String()+" for the garbage collector", gc.Log)
+}
+
+// unwatch stops the informer of a resource no longer served and forgets
+// its objects.
+func (gc *GarbageCollector) unwatch(res *resource.Resource) {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	if cancel := gc.watching[res]; cancel != nil {
+		cancel()
+		delete(gc.watching, res)
+	}
+	for ref := range gc.owners {
+		if ref.res == res {
+			gc.setOwnersLocked(ref, "", nil)
+		}
+	}
+}
+
+// store is res's store; a resource no longer served finds nothing.
+func (gc *GarbageCollector) store(res *resource.Resource) storage.Interface {
+	return storeOf(gc.Registry, res)
 }
 
 // gcMeta is the part of an object's metadata the garbage collector reads.
@@ -226,7 +266,7 @@ func (gc *GarbageCollector) resolve(ns string, o metav1.OwnerReference) (objectR
 
 // sync does what the garbage collector must for one object.
 func (gc *GarbageCollector) sync(ctx context.Context, ref objectRef) (result, error) {
-	obj, err := gc.Stores[ref.res].Get(ctx, ref.key, storage.GetOptions{ResourceVersion: "0"})
+	obj, err := gc.store(ref.res).Get(ctx, ref.key, storage.GetOptions{ResourceVersion: "0"})
 	if storage.CodeOf(err) == storage.ErrNotFound {
 		return result{}, nil
 	}
@@ -302,7 +342,7 @@ func (gc *GarbageCollector) ownerStateOf(ctx context.Context, ns string, o metav
 	if !ok {
 		return ownerThere, nil // never collected on this reference's account
 	}
-	store := gc.Stores[ref.res]
+	store := gc.store(ref.res)
 	owner, err := store.Get(ctx, ref.key, storage.GetOptions{ResourceVersion: "0"})
 	if storage.CodeOf(err) == storage.ErrNotFound || err == nil && owner.UID() != string(o.UID) {
 		owner, err = store.Get(ctx, ref.key, storage.GetOptions{})
@@ -346,7 +386,7 @@ func (gc *GarbageCollector) dependentsOf(uid string) map[objectRef]bool {
 // delete deletes an object (if it is still the one of uid) with a
 // propagation policy.
 func (gc *GarbageCollector) delete(ctx context.Context, ref objectRef, uid string, policy metav1.DeletionPropagation) error {
-	_, err := lifecycle.Delete(ctx, ref.res, gc.Stores[ref.res], ref.key, &storage.Preconditions{UID: &uid},
+	_, err := lifecycle.Delete(ctx, ref.res, gc.store(ref.res), ref.key, &storage.Preconditions{UID: &uid},
 		strategy.Deletion{Propagation: &policy, Now: time.Now()}, nil)
 	if storage.CodeOf(err) == storage.ErrNotFound || storage.CodeOf(err) == storage.ErrConflict {
 		return nil // gone, or another object now: its own events bring it back
@@ -390,7 +430,7 @@ func removeFromList(meta map[string]any, field string, drop func(any) bool) bool
 // it changed anything), if the object is still the one of uid, and
 // removes it if it was being deleted and lost its last finalizer.
 func (gc *GarbageCollector) update(ctx context.Context, ref objectRef, uid string, change func(meta map[string]any) bool) error {
-	store := gc.Stores[ref.res]
+	store := gc.store(ref.res)
 	updated, err := store.GuaranteedUpdate(ctx, ref.key, &storage.Preconditions{UID: &uid}, func(cur *object.Object) ([]byte, error) {
 		obj, err := decode(cur)
 		if err != nil {
@@ -418,7 +458,7 @@ func (gc *GarbageCollector) update(ctx context.Context, ref objectRef, uid strin
 func (gc *GarbageCollector) orphanDependents(ctx context.Context, ref objectRef, obj *object.Object) error {
 	uid := obj.UID()
 	for dep := range gc.dependentsOf(uid) {
-		depObj, err := gc.Stores[dep.res].Get(ctx, dep.key, storage.GetOptions{ResourceVersion: "0"})
+		depObj, err := gc.store(dep.res).Get(ctx, dep.key, storage.GetOptions{ResourceVersion: "0"})
 		if storage.CodeOf(err) == storage.ErrNotFound {
 			continue
 		}
@@ -439,7 +479,7 @@ func (gc *GarbageCollector) deleteDependentsFirst(ctx context.Context, ref objec
 	uid := obj.UID()
 	blocked := false
 	for dep, blocking := range gc.dependentsOf(uid) {
-		depObj, err := gc.Stores[dep.res].Get(ctx, dep.key, storage.GetOptions{ResourceVersion: "0"})
+		depObj, err := gc.store(dep.res).Get(ctx, dep.key, storage.GetOptions{ResourceVersion: "0"})
 		if storage.CodeOf(err) == storage.ErrNotFound {
 			continue
 		}

@@ -51,8 +51,6 @@ const contentWait = time.Second
 type Namespaces struct {
 	// Registry lists the resources whose content a namespace holds.
 	Registry *resource.Registry
-	// Stores are the resources' stores (watch caches).
-	Stores map[*resource.Resource]storage.Interface
 	// RootCA is the PEM bundle published as kube-root-ca.crt.
 	RootCA []byte
 	Log    *slog.Logger
@@ -70,7 +68,7 @@ func (c *Namespaces) Run(ctx context.Context) {
 	c.configMaps = c.Registry.Lookup("", "v1", "configmaps")
 	c.known = map[string]bool{}
 	q := newQueue[string](ctx, "namespace")
-	go informer.Run(ctx, c.Stores[c.namespaces], informer.Handler{
+	go informer.Run(ctx, c.store(c.namespaces), informer.Handler{
 		Replace: func(items []*object.Object, _ uint64) {
 			c.mu.Lock()
 			c.known = map[string]bool{}
@@ -103,7 +101,7 @@ func (c *Namespaces) Run(ctx context.Context) {
 // changes or goes, and every namespace when res's informer re-lists (it
 // may have missed a deletion).
 func (c *Namespaces) watchOwned(ctx context.Context, q queue[string], res *resource.Resource, name string) {
-	go informer.Run(ctx, c.Stores[res], informer.Handler{
+	go informer.Run(ctx, c.store(res), informer.Handler{
 		Replace: func([]*object.Object, uint64) {
 			c.mu.Lock()
 			for ns := range c.known {
@@ -119,9 +117,12 @@ func (c *Namespaces) watchOwned(ctx context.Context, q queue[string], res *resou
 	}, res.Plural+" for namespaces", c.Log)
 }
 
+// store is res's store; a resource no longer served finds nothing.
+func (c *Namespaces) store(res *resource.Resource) storage.Interface { return storeOf(c.Registry, res) }
+
 // sync brings namespace name to what it should be.
 func (c *Namespaces) sync(ctx context.Context, name string) (result, error) {
-	ns, err := c.Stores[c.namespaces].Get(ctx, name, storage.GetOptions{ResourceVersion: "0"})
+	ns, err := c.store(c.namespaces).Get(ctx, name, storage.GetOptions{ResourceVersion: "0"})
 	if storage.CodeOf(err) == storage.ErrNotFound {
 		return result{}, nil
 	}
@@ -140,7 +141,7 @@ func (c *Namespaces) sync(ctx context.Context, name string) (result, error) {
 // ensureServiceAccount creates the namespace's default ServiceAccount if
 // it is missing.
 func (c *Namespaces) ensureServiceAccount(ctx context.Context, ns string) error {
-	store := c.Stores[c.serviceAccounts]
+	store := c.store(c.serviceAccounts)
 	key := c.serviceAccounts.Key(ns, defaultServiceAccount)
 	_, err := store.Get(ctx, key, storage.GetOptions{ResourceVersion: "0"})
 	if storage.CodeOf(err) != storage.ErrNotFound {
@@ -152,7 +153,7 @@ func (c *Namespaces) ensureServiceAccount(ctx context.Context, ns string) error 
 // ensureRootCA creates the namespace's kube-root-ca.crt ConfigMap if it is
 // missing and puts RootCA back into it if it was changed.
 func (c *Namespaces) ensureRootCA(ctx context.Context, ns string) error {
-	store := c.Stores[c.configMaps]
+	store := c.store(c.configMaps)
 	key := c.configMaps.Key(ns, rootCAConfigMap)
 	cur, err := store.Get(ctx, key, storage.GetOptions{ResourceVersion: "0"})
 	if storage.CodeOf(err) == storage.ErrNotFound {
@@ -232,7 +233,7 @@ func (c *Namespaces) deleteContent(ctx context.Context, ns string) (contentLeft,
 		if !res.Namespaced || !res.OwnStorage() {
 			continue
 		}
-		list, err := lifecycle.DeleteAll(ctx, res, c.Stores[res], res.Scope(ns), storage.ListOptions{}, d)
+		list, err := lifecycle.DeleteAll(ctx, res, c.store(res), res.Scope(ns), storage.ListOptions{}, d)
 		if err != nil {
 			return left, fmt.Errorf("deleting %s in %s: %w", res, ns, err)
 		}
@@ -254,7 +255,7 @@ func (c *Namespaces) deleteContent(ctx context.Context, ns string) (contentLeft,
 // removeFinalizer takes the kubernetes finalizer out of the namespace's
 // spec.finalizers and removes the namespace if that was the last.
 func (c *Namespaces) removeFinalizer(ctx context.Context, ns *object.Object) error {
-	store := c.Stores[c.namespaces]
+	store := c.store(c.namespaces)
 	uid := ns.UID()
 	updated, err := store.GuaranteedUpdate(ctx, ns.Key(), &storage.Preconditions{UID: &uid}, func(cur *object.Object) ([]byte, error) {
 		obj, err := decode(cur)
@@ -305,7 +306,7 @@ func (c *Namespaces) setConditions(ctx context.Context, ns *object.Object, left 
 		conditions = append(conditions, cond)
 	}
 	uid := ns.UID()
-	_, err := c.Stores[c.namespaces].GuaranteedUpdate(ctx, ns.Key(), &storage.Preconditions{UID: &uid}, func(cur *object.Object) ([]byte, error) {
+	_, err := c.store(c.namespaces).GuaranteedUpdate(ctx, ns.Key(), &storage.Preconditions{UID: &uid}, func(cur *object.Object) ([]byte, error) {
 		obj, err := decode(cur)
 		if err != nil {
 			return nil, err

@@ -45,7 +45,7 @@ func (s *Server) bind(ctx context.Context, req ActionRequest) (any, error) {
 		return nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, req.Name, errs)
 	}
 	pods := s.registry.Lookup("", "v1", "pods")
-	store := s.stores[pods]
+	store := s.registry.Store(pods)
 	if req.DryRun {
 		store = storage.DryRun(store)
 	}

@@ -14,15 +14,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/watchcache/watchcache/pkg/resource"
-	"github.com/watchcache/watchcache/pkg/storage"
 )
 
 // Config configures a Server.
 type Config struct {
+	// Registry holds the served resources and their stores.
 	Registry *resource.Registry
-	// Stores holds one store per resource of the registry.
-	Stores map[*resource.Resource]storage.Interface
-	Log    *slog.Logger
+	Log      *slog.Logger
 	// Metrics is where the server registers its metrics; nil makes a new
 	// registry.
 	Metrics *prometheus.Registry
@@ -52,7 +50,6 @@ type Config struct {
 // Server is the HTTP handler of the API.
 type Server struct {
 	registry   *resource.Registry
-	stores     map[*resource.Resource]storage.Interface
 	namespaces *resource.Resource
 	log        *slog.Logger
 	metrics    *metrics
@@ -69,7 +66,6 @@ type Server struct {
 func New(cfg Config) *Server {
 	s := &Server{
 		registry:   cfg.Registry,
-		stores:     cfg.Stores,
 		namespaces: cfg.Registry.Lookup("", "v1", "namespaces"),
 		log:        cfg.Log,
 		checks:     cfg.ReadyChecks,
@@ -155,7 +151,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *requ
 		writeError(w, aerr, req.res, req.name)
 		return
 	}
-	store := req.writeStore(s.stores[req.res])
+	store := req.writeStore(s.registry.Store(req.res))
 	if hasStoredSubresource(req.res, req.subresource) {
 		s.serveStoredSubresource(w, r, req, store)
 		return

@@ -111,7 +111,7 @@ func objectName(body []byte) string {
 // A namespace being deleted takes no new objects: 403, as kube-apiserver's
 // NamespaceLifecycle answers.
 func (s *Server) requireNamespace(ctx context.Context, req *request, name string) error {
-	store := s.stores[s.namespaces]
+	store := s.registry.Store(s.namespaces)
 	ns, err := store.Get(ctx, req.namespace, storage.GetOptions{ResourceVersion: "0"})
 	if storage.CodeOf(err) == storage.ErrNotFound {
 		ns, err = store.Get(ctx, req.namespace, storage.GetOptions{})
