@@ -50,7 +50,7 @@ const blockedWait = 5 * time.Second
 type GarbageCollector struct {
 	// Registry resolves ownerReferences' kinds.
 	Registry *resource.Registry
-	Log    *slog.Logger
+	Log      *slog.Logger
 
 	q queue[objectRef]
 
