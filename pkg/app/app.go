@@ -14,8 +14,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -160,7 +162,10 @@ type App struct {
 	served chan error
 	cancel context.CancelFunc
 	client *clientv3.Client
-	caches []*cacher.Cacher
+	// caches are every watch cache, custom resources' coming and going
+	// (cachesMu).
+	cachesMu sync.Mutex
+	caches   []*cacher.Cacher
 	// builtinCaches are the caches /readyz waits for at start.
 	builtinCaches []*cacher.Cacher
 	etcd          *etcdembed.Server
@@ -254,6 +259,9 @@ func Start(cfg Config) (_ *App, err error) {
 	go namespaces.Run(ctx)
 	gc := &controller.GarbageCollector{Registry: registry, Log: cfg.Log}
 	go gc.Run(ctx)
+	crds := &controller.CRDs{Registry: registry, Log: cfg.Log, StopStore: a.stopStore,
+		NewStore: func(res *resource.Resource) storage.Interface { return a.newStore(cfg, res, storageMetrics, enc) }}
+	crds.Start(ctx)
 	srv := server.New(server.Config{
 		Registry: registry, Log: cfg.Log, MinWatchTimeout: cfg.MinWatchTimeout, Metrics: promRegistry, Profiling: cfg.Profiling,
 		ReadyChecks: map[string]func(context.Context) error{
@@ -337,11 +345,26 @@ func (a *App) newStore(cfg Config, res *resource.Resource, m *metrics.Storage, e
 		WaitWhileInitializing: cfg.WaitWhileInitializing,
 		IsCompacted:           etcdStore.IsCompacted, Metrics: m, Log: cfg.Log,
 	})
+	a.cachesMu.Lock()
 	a.caches = append(a.caches, c)
+	a.cachesMu.Unlock()
 	if res.Group == "" {
 		a.builtinCaches = append(a.builtinCaches, c)
 	}
 	return c
+}
+
+// stopStore stops a store newStore made that is no longer served (a
+// deleted custom resource's).
+func (a *App) stopStore(store storage.Interface) {
+	c, ok := store.(*cacher.Cacher)
+	if !ok {
+		return
+	}
+	a.cachesMu.Lock()
+	a.caches = slices.DeleteFunc(a.caches, func(x *cacher.Cacher) bool { return x == c })
+	a.cachesMu.Unlock()
+	c.Stop()
 }
 
 // connectEtcd starts the embedded etcd unless external servers are given,
@@ -422,7 +445,10 @@ func (a *App) Close() error {
 		errs = append(errs, a.http.Shutdown(ctx))
 		cancel()
 	}
-	for _, c := range a.caches {
+	a.cachesMu.Lock()
+	caches := a.caches
+	a.cachesMu.Unlock()
+	for _, c := range caches {
 		c.Stop()
 	}
 	errs = append(errs, a.audit.Close())

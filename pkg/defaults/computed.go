@@ -304,3 +304,26 @@ func setIfAbsent(m map[string]any, key string, value any) {
 		m[key] = value
 	}
 }
+
+// defaultCRDNames (a CustomResourceDefinition's names): the singular is
+// the lowercase kind, the list kind the kind with List.
+func defaultCRDNames(names map[string]any) {
+	kind, _ := names["kind"].(string)
+	if kind == "" {
+		return
+	}
+	setIfAbsent(names, "singular", strings.ToLower(kind))
+	setIfAbsent(names, "listKind", kind+"List")
+}
+
+// setStoredVersions (a new CustomResourceDefinition): its objects are
+// stored in its storage version.
+func setStoredVersions(def map[string]any) {
+	spec, _ := def["spec"].(map[string]any)
+	versions, _ := spec["versions"].([]any)
+	for _, v := range versions {
+		if m, _ := v.(map[string]any); m["storage"] == true {
+			jsonmap.Child(def, "status")["storedVersions"] = []any{m["name"]}
+		}
+	}
+}

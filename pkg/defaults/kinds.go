@@ -160,6 +160,11 @@ var kinds = map[string][]Rule{
 		{Path: "spec", Fn: defaultPolicyTypes},
 	},
 	"scheduling.k8s.io/PriorityClass": {{Path: "preemptionPolicy", Value: "PreemptLowerPriority"}},
+	"apiextensions.k8s.io/CustomResourceDefinition": {
+		{Path: "spec.conversion", Value: map[string]any{}},
+		{Path: "spec.conversion.strategy", Value: "None"},
+		{Path: "spec.names", Fn: defaultCRDNames},
+	},
 	"storage.k8s.io/StorageClass": {
 		{Path: "reclaimPolicy", Value: "Delete"},
 		{Path: "volumeBindingMode", Value: "Immediate"},
@@ -184,5 +189,6 @@ var onCreate = map[string][]Rule{
 		{Path: "status", Fn: setPhaseTransitionTime},
 	},
 	"apps/DaemonSet": {{Path: "", Fn: setDaemonSetTemplateGeneration}},
-	"batch/Job":      {{Path: "", Fn: generateJobSelector}},
+	"apiextensions.k8s.io/CustomResourceDefinition": {{Path: "", Fn: setStoredVersions}},
+	"batch/Job": {{Path: "", Fn: generateJobSelector}},
 }

@@ -14,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
 // rbac is the group of the RBAC kinds, which the authorizer reads from
@@ -106,6 +107,10 @@ func Builtins() []*Resource {
 			Generation: true, StrategicMergeType: schedulingv1.PriorityClass{}},
 		{Group: "storage.k8s.io", Version: "v1", Kind: "StorageClass", Plural: "storageclasses", ShortNames: []string{"sc"},
 			StrategicMergeType: storagev1.StorageClass{}},
+		{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition", Plural: "customresourcedefinitions",
+			Singular: "customresourcedefinition", ShortNames: []string{"crd", "crds"}, Categories: []string{"api-extensions"},
+			Status: true, Generation: true, DeleteFinalizer: "customresourcecleanup.apiextensions.k8s.io",
+			StrategicMergeType: apiextensionsv1.CustomResourceDefinition{}},
 		{Group: rbac, Version: "v1", Kind: "Role", Plural: "roles", Singular: "role", Namespaced: true,
 			StrategicMergeType: rbacv1.Role{}},
 		{Group: rbac, Version: "v1", Kind: "RoleBinding", Plural: "rolebindings", Singular: "rolebinding", Namespaced: true,

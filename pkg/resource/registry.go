@@ -45,7 +45,7 @@ func (reg *Registry) addLocked(resources []*Resource) error {
 	byGV := map[string]map[string]bool{}
 	byKind := map[string]bool{}
 	for _, r := range resources {
-		if err := r.complete(); err != nil {
+		if err := r.Complete(); err != nil {
 			return fmt.Errorf("resource %s: %w", r, err)
 		}
 		gv := r.GroupVersion()
@@ -155,7 +155,8 @@ func (reg *Registry) notify(added, removed []*Resource) {
 	}
 }
 
-// Lookup finds a resource by group, version and plural; nil if unknown.
+// Lookup finds a served resource by group, version and plural; nil if
+// unknown (or NotServed).
 func (reg *Registry) Lookup(group, version, plural string) *Resource {
 	gv := version
 	if group != "" {
@@ -163,7 +164,10 @@ func (reg *Registry) Lookup(group, version, plural string) *Resource {
 	}
 	reg.mu.RLock()
 	defer reg.mu.RUnlock()
-	return reg.byGV[gv][plural]
+	if r := reg.byGV[gv][plural]; r != nil && !r.NotServed {
+		return r
+	}
+	return nil
 }
 
 // ByKind finds the resource of a group's kind (of whatever version: an
@@ -201,7 +205,9 @@ func (reg *Registry) InGroupVersion(groupVersion string) []*Resource {
 	reg.mu.RLock()
 	var out []*Resource
 	for _, r := range reg.byGV[groupVersion] {
-		out = append(out, r)
+		if !r.NotServed {
+			out = append(out, r)
+		}
 	}
 	reg.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Plural < out[j].Plural })
@@ -213,7 +219,7 @@ func (reg *Registry) Groups() map[string][]string {
 	out := map[string][]string{}
 	seen := map[string]bool{}
 	for _, r := range reg.All() {
-		if r.Group == "" || seen[r.GroupVersion()] {
+		if r.Group == "" || r.NotServed || seen[r.GroupVersion()] {
 			continue
 		}
 		seen[r.GroupVersion()] = true

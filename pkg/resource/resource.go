@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/watchcache/watchcache/pkg/object"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 )
 
 // Resource describes one served resource.
@@ -53,6 +55,14 @@ type Resource struct {
 	// core/v1 ReplicationControllers does for compatibility (other kinds
 	// default to background deletion).
 	OrphanByDefault bool `json:"-"`
+	// DeleteFinalizer, if set, is added to an object's finalizers by its
+	// delete, so that a controller cleans up before it goes (a
+	// CustomResourceDefinition's objects are deleted first).
+	DeleteFinalizer string `json:"-"`
+	// NotServed marks a custom resource's storage version that its
+	// definition does not serve: its store holds the objects of the served
+	// versions, but requests and discovery do not see it.
+	NotServed bool `json:"-"`
 	// Finalize says the kind has a finalize subresource (namespaces): an
 	// update of it writes only spec.finalizers.
 	Finalize bool `json:"-"`
@@ -63,6 +73,15 @@ type Resource struct {
 	// converted on the way (package conversion). Nil for a resource stored
 	// on its own.
 	StoredWith *GroupResource `json:"-"`
+
+	// Definition is the name of the CustomResourceDefinition that defines a
+	// custom resource served through the API ("" for the others).
+	Definition string `json:"-"`
+	// Structural is a custom resource's structural schema (nil: any
+	// object): its objects are pruned, defaulted and validated by it.
+	Structural *structuralschema.Structural `json:"-"`
+	// PrinterColumns are a custom resource's additional printer columns.
+	PrinterColumns []apiextensionsv1.CustomResourceColumnDefinition `json:"-"`
 
 	// StrategicMergeType is a value of the kind's Go type from k8s.io/api,
 	// for strategic merge patch; nil for custom resources.
@@ -163,8 +182,9 @@ var (
 	kindRE    = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
 )
 
-// complete checks the description and builds the schema.
-func (r *Resource) complete() error {
+// Complete checks the description and builds the schema of its
+// selectable fields; registering a resource completes it.
+func (r *Resource) Complete() error {
 	switch {
 	case r.Group != "" && (!strings.Contains(r.Group, ".") && !r.builtin || !isDNSSubdomain(r.Group)):
 		return fmt.Errorf("group %q must be a DNS subdomain containing a dot (e.g. example.com)", r.Group)

@@ -81,11 +81,11 @@ func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Path == "/openapi/v3" {
-		serveOpenAPIDoc(w, r, s.openapi.index)
+		serveOpenAPIDoc(w, r, s.openapi.Load().index)
 		return
 	}
 	key, ok := strings.CutPrefix(r.URL.Path, "/openapi/v3/")
-	doc := s.openapi.gv[key]
+	doc := s.openapi.Load().gv[key]
 	if !ok || doc == nil {
 		writeError(w, notFoundPath(), nil, "")
 		return

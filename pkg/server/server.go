@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,7 +57,9 @@ type Server struct {
 	checks     map[string]func(context.Context) error
 	minWatch   time.Duration
 	mux        *http.ServeMux
-	openapi    *openAPIDocs
+	// openapi are the OpenAPI documents, built anew when the registry
+	// changes.
+	openapi    atomic.Pointer[openAPIDocs]
 	actions    map[string]Action
 	admitWrite func(ctx context.Context, res *resource.Resource, namespace string, obj []byte) error
 	afterWrite func(ctx context.Context, res *resource.Resource, rv uint64)
@@ -71,11 +74,12 @@ func New(cfg Config) *Server {
 		checks:     cfg.ReadyChecks,
 		minWatch:   cfg.MinWatchTimeout,
 		mux:        http.NewServeMux(),
-		openapi:    buildOpenAPI(cfg.Registry),
 		actions:    maps.Clone(cfg.Actions),
 		admitWrite: cfg.AdmitWrite,
 		afterWrite: cfg.AfterWrite,
 	}
+	s.openapi.Store(buildOpenAPI(cfg.Registry))
+	cfg.Registry.OnChange(func(_, _ []*resource.Resource) { s.openapi.Store(buildOpenAPI(cfg.Registry)) })
 	if s.actions == nil {
 		s.actions = map[string]Action{}
 	}

@@ -50,12 +50,19 @@ const (
 //     kubelet deletes it with grace 0; a grace period of 0 removes it;
 //   - the garbage collector's finalizers (orphan, foregroundDeletion) are
 //     set as the propagation policy asks, before anything else;
+//   - a kind's DeleteFinalizer is added first;
 //   - an object already being deleted is left as it is, except that a
 //     shorter grace period shortens a pod's, grace 0 removes a pod
 //     without finalizers, and a new policy changes the GC finalizers;
 //   - anything else is removed.
 func BeginDelete(res *resource.Resource, obj map[string]any, d Deletion) DeleteAction {
 	meta := metadata(obj)
+	if _, deleting := meta["deletionTimestamp"]; !deleting && res.DeleteFinalizer != "" {
+		list, _ := meta["finalizers"].([]any)
+		if !slices.Contains(list, any(res.DeleteFinalizer)) {
+			meta["finalizers"] = append(list, res.DeleteFinalizer)
+		}
+	}
 	gcChanged := setGCFinalizers(res, meta, d)
 	finalizers := hasFinalizers(res, obj)
 	grace := int64(0)

@@ -76,6 +76,14 @@ var kinds = map[string][]Check{
 		immutable("spec.completions"),
 		immutable("spec.template"),
 	}),
+	"apiextensions.k8s.io/CustomResourceDefinition": {
+		required("spec.group"),
+		required("spec.names.plural"),
+		required("spec.names.kind"),
+		requiredOneOf("spec.scope", "Cluster", "Namespaced"),
+		required("spec.versions"),
+		definition(),
+	},
 	"batch/CronJob": slices.Concat([]Check{
 		cronSchedule("spec.schedule"),
 		oneOf("spec.concurrencyPolicy", "Allow", "Forbid", "Replace"),

@@ -1,0 +1,77 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+)
+
+// gadgetsCRD defines gadgets.example.org, a namespaced custom resource
+// with a status subresource.
+const gadgetsCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.org}
+spec:
+  group: example.org
+  scope: Namespaced
+  names: {plural: gadgets, kind: Gadget, shortNames: [gd]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              color: {type: string}
+    subresources: {status: {}}
+`
+
+// TestCustomResourceDefinitions, through kubectl: a CRD applied is served
+// at once (Established, its names accepted), its objects work as any
+// resource's, a second CRD taking its kind is refused in its status, and
+// deleting the CRD deletes its objects and stops serving it.
+func TestCustomResourceDefinitions(t *testing.T) {
+	k := newKubectl(t, "crd")
+	k.must("apply", "-f", k.file("crd.yaml", gadgetsCRD))
+	t.Cleanup(func() { k.run("delete", "crd", "gadgets.example.org", "--wait=false") })
+	// (kubectl wait fails at once on an object with no conditions yet, with
+	// kube-apiserver too: the conditions come from a controller.)
+	waitFor(t, "the CRD to be established", func() bool {
+		out, _, _ := k.run("get", "crd", "gadgets.example.org", "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+		return out == "True"
+	})
+	if out := k.must("get", "crd", "gadgets.example.org", "-o", "jsonpath={.status.acceptedNames.kind} {.status.storedVersions} {.spec.names.listKind} {.spec.conversion.strategy}"); out != `Gadget ["v1"] GadgetList None` {
+		t.Errorf("the CRD's status and defaults: %q", out)
+	}
+
+	k.must("apply", "-f", k.file("gadget.yaml", `{"apiVersion":"example.org/v1","kind":"Gadget","metadata":{"name":"g1"},"spec":{"color":"red"}}`))
+	if out := k.must("get", "gd", "g1", "-o", "jsonpath={.spec.color} {.metadata.generation}"); out != "red 1" {
+		t.Errorf("get gd g1: %q", out)
+	}
+	if out := k.must("get", "gadgets"); !strings.Contains(out, "g1") {
+		t.Errorf("get gadgets printed %q", out)
+	}
+
+	conflicting := strings.NewReplacer("gadgets.example.org", "gizmos.example.org", "plural: gadgets", "plural: gizmos", "shortNames: [gd]", "shortNames: [gz]").Replace(gadgetsCRD)
+	k.must("apply", "-f", k.file("conflict.yaml", conflicting))
+	t.Cleanup(func() { k.run("delete", "crd", "gizmos.example.org", "--wait=false") })
+	waitFor(t, "the conflicting CRD's NamesAccepted condition", func() bool {
+		out, _, _ := k.run("get", "crd", "gizmos.example.org", "-o", `jsonpath={.status.conditions[?(@.type=="NamesAccepted")].status}: {.status.conditions[?(@.type=="NamesAccepted")].message}`)
+		return out == `False: "Gadget" is already in use`
+	})
+
+	invalid := strings.Replace(gadgetsCRD, "name: gadgets.example.org", "name: wrong.example.org", 1)
+	if msg := k.fail("apply", "-f", k.file("invalid.yaml", invalid)); !strings.Contains(msg, `metadata.name: Invalid value: "wrong.example.org": must be spec.names.plural+"."+spec.group`) {
+		t.Errorf("an invalid CRD: %s", msg)
+	}
+
+	k.must("delete", "crd", "gadgets.example.org", "--timeout=20s")
+	// kubectl's cached discovery still knows gadgets: the server answers
+	// 404 for them.
+	if msg := k.fail("get", "gadgets"); !strings.Contains(msg, "the server could not find the requested resource") {
+		t.Errorf("get gadgets after the CRD went: %s", msg)
+	}
+}

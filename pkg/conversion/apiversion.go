@@ -1,0 +1,29 @@
+package conversion
+
+import (
+	"encoding/json"
+
+	kjson "sigs.k8s.io/json"
+)
+
+// APIVersion converts a custom resource's objects between its versions
+// as conversion strategy None does: only apiVersion changes, to stored
+// ("example.com/v1") on the way in, to served on the way out.
+func APIVersion(stored, served string) Converter { return apiVersion{stored: stored, served: served} }
+
+type apiVersion struct{ stored, served string }
+
+func (c apiVersion) ToStorage(data []byte) ([]byte, error)   { return setAPIVersion(data, c.stored) }
+func (c apiVersion) FromStorage(data []byte) ([]byte, error) { return setAPIVersion(data, c.served) }
+
+func setAPIVersion(data []byte, to string) ([]byte, error) {
+	var obj map[string]any
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &obj); err != nil {
+		return nil, err
+	}
+	if obj["apiVersion"] == to {
+		return data, nil
+	}
+	obj["apiVersion"] = to
+	return json.Marshal(obj)
+}

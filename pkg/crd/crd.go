@@ -1,0 +1,86 @@
+// Package crd turns CustomResourceDefinitions into served resources, as
+// kube-apiserver's apiextensions-apiserver does: one resource per served
+// version, the storage version's store shared by the others (conversion
+// None: only apiVersion differs), and the CRD's names, scope, selectable
+// fields, subresources, structural schema and printer columns.
+package crd
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/watchcache/watchcache/pkg/resource"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+)
+
+// Resources returns the resources crd serves, the storage version first.
+func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*resource.Resource, error) {
+	storage := StorageVersion(crd)
+	if storage == "" {
+		return nil, fmt.Errorf("%s has no storage version", crd.Name)
+	}
+	names := crd.Status.AcceptedNames
+	if names.Plural == "" {
+		names = crd.Spec.Names
+	}
+	var out []*resource.Resource
+	for _, v := range crd.Spec.Versions {
+		if !v.Served && v.Name != storage {
+			continue
+		}
+		r := &resource.Resource{
+			Group: crd.Spec.Group, Version: v.Name, Kind: names.Kind, Plural: names.Plural, Singular: names.Singular,
+			ShortNames: names.ShortNames, Categories: names.Categories,
+			Namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
+			Generation: true, Definition: crd.Name, PrinterColumns: v.AdditionalPrinterColumns, NotServed: !v.Served,
+		}
+		for _, f := range v.SelectableFields {
+			r.SelectableFields = append(r.SelectableFields, strings.TrimPrefix(f.JSONPath, "."))
+		}
+		if sub := v.Subresources; sub != nil {
+			r.Status = sub.Status != nil
+			r.Scale = sub.Scale != nil
+		}
+		if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+			s, err := Structural(v.Schema.OpenAPIV3Schema)
+			if err != nil {
+				return nil, fmt.Errorf("version %s: %w", v.Name, err)
+			}
+			r.Structural = s
+		}
+		if v.Name != storage {
+			r.StoredWith = &resource.GroupResource{Group: crd.Spec.Group, Plural: names.Plural}
+		}
+		if err := r.Complete(); err != nil {
+			return nil, fmt.Errorf("version %s: %w", v.Name, err)
+		}
+		if v.Name == storage {
+			out = append([]*resource.Resource{r}, out...)
+		} else {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// StorageVersion is the name of crd's storage version; "" if none.
+func StorageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			return v.Name
+		}
+	}
+	return ""
+}
+
+// Structural converts a v1 schema into the structural schema its
+// pruning, defaulting and validation use.
+func Structural(v1 *apiextensionsv1.JSONSchemaProps) (*structuralschema.Structural, error) {
+	var internal apiextensions.JSONSchemaProps
+	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v1, &internal, nil); err != nil {
+		return nil, err
+	}
+	return structuralschema.NewStructural(&internal)
+}
