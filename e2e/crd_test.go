@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -73,5 +74,73 @@ func TestCustomResourceDefinitions(t *testing.T) {
 	// 404 for them.
 	if msg := k.fail("get", "gadgets"); !strings.Contains(msg, "the server could not find the requested resource") {
 		t.Errorf("get gadgets after the CRD went: %s", msg)
+	}
+}
+
+// thingsCRD defines things.example.net with a schema exercising
+// pruning, defaults and validation.
+const thingsCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: things.example.net}
+spec:
+  group: example.net
+  scope: Namespaced
+  names: {plural: things, kind: Thing}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            required: [size]
+            properties:
+              color: {type: string, default: blue, enum: [blue, red]}
+              size: {type: integer, minimum: 1}
+              name: {type: string, maxLength: 5}
+              free:
+                type: object
+                x-kubernetes-preserve-unknown-fields: true
+`
+
+// TestCustomResourceSchema, through kubectl: a custom resource's objects
+// are defaulted, pruned (unknown fields dropped, or refused with
+// fieldValidation Strict, which kubectl asks for) and validated by its
+// schema, with kube-apiserver's 422 naming every failing field.
+func TestCustomResourceSchema(t *testing.T) {
+	k := newKubectl(t, "crschema")
+	k.must("apply", "-f", k.file("crd.yaml", thingsCRD))
+	t.Cleanup(func() { k.run("delete", "crd", "things.example.net", "--wait=false") })
+	waitFor(t, "the CRD to be established", func() bool {
+		out, _, _ := k.run("get", "crd", "things.example.net", "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+		return out == "True"
+	})
+
+	thing := `{"apiVersion":"example.net/v1","kind":"Thing","metadata":{"name":"%s"},"spec":{"size":2,"unknown":1,"free":{"anything":{"goes":true}}}}`
+	msg := k.fail("create", "-f", k.file("strict.yaml", fmt.Sprintf(thing, "strict")))
+	if !strings.Contains(msg, `unknown field "spec.unknown"`) {
+		t.Errorf("create with an unknown field (Strict): %s", msg)
+	}
+	k.must("create", "--validate=false", "-f", k.file("pruned.yaml", fmt.Sprintf(thing, "pruned")))
+	if out := k.must("get", "things", "pruned", "-o", "jsonpath={.spec}"); out != `{"color":"blue","free":{"anything":{"goes":true}},"size":2}` {
+		t.Errorf("stored object (defaulted, pruned, preserved): %s", out)
+	}
+
+	bad := `{"apiVersion":"example.net/v1","kind":"Thing","metadata":{"name":"bad"},"spec":{"color":"green","size":0,"name":"toolong"}}`
+	msg = k.fail("create", "-f", k.file("bad.yaml", bad))
+	for _, want := range []string{
+		`spec.color: Unsupported value: "green": supported values: "blue", "red"`,
+		`spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1`,
+		`spec.name: Too long: may not be more than 5 bytes`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("invalid object: %s\nwant %s", msg, want)
+		}
+	}
+	if msg := k.fail("create", "-f", k.file("missing.yaml", `{"apiVersion":"example.net/v1","kind":"Thing","metadata":{"name":"missing"},"spec":{}}`)); !strings.Contains(msg, "spec.size: Required value") {
+		t.Errorf("object without a required field: %s", msg)
 	}
 }

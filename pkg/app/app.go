@@ -37,6 +37,7 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/uuid"
 )
 
@@ -74,7 +75,9 @@ type Config struct {
 	// ClientCAFile replaces the generated CA as the one client certificates
 	// must chain to (--client-ca-file).
 	ClientCAFile string
-	// ResourcesFile lists custom resources (optional).
+	// ResourcesFile holds CustomResourceDefinitions (YAML or JSON
+	// documents), applied at start through the API; Start returns once
+	// they are served (optional).
 	ResourcesFile string
 	// WatchCache puts a watch cache in front of etcd for every resource
 	// (--watch-cache); WatchCacheSizes overrides it per resource
@@ -182,16 +185,13 @@ func Start(cfg Config) (_ *App, err error) {
 			a.Close()
 		}
 	}()
-	var resources []*resource.Resource
-	resources = append(resources, resource.Builtins()...)
+	var crdFile []*unstructured.Unstructured
 	if cfg.ResourcesFile != "" {
-		custom, err := resource.LoadFile(cfg.ResourcesFile)
-		if err != nil {
-			return nil, err
+		if crdFile, err = readCRDFile(cfg.ResourcesFile); err != nil {
+			return nil, fmt.Errorf("--resources: %w", err)
 		}
-		resources = append(resources, custom...)
 	}
-	registry, err := resource.NewRegistry(resources...)
+	registry, err := resource.NewRegistry(resource.Builtins()...)
 	if err != nil {
 		return nil, err
 	}
@@ -288,6 +288,9 @@ func Start(cfg Config) (_ *App, err error) {
 	go func() { a.served <- a.http.ServeTLS(ln, "", "") }()
 	if a.Kubeconfig, err = writeKubeconfig(cfg, a.PKI, a.URL, a.ClientCAs, cfg.Log); err != nil {
 		return nil, err
+	}
+	if err = a.applyCRDs(ctx, crdFile); err != nil {
+		return nil, fmt.Errorf("--resources: %w", err)
 	}
 	return a, nil
 }

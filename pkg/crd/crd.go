@@ -9,10 +9,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/watchcache/watchcache/pkg/crdschema"
 	"github.com/watchcache/watchcache/pkg/resource"
-	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 )
 
 // Resources returns the resources crd serves, the storage version first.
@@ -39,16 +38,17 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*resource.Resou
 		for _, f := range v.SelectableFields {
 			r.SelectableFields = append(r.SelectableFields, strings.TrimPrefix(f.JSONPath, "."))
 		}
+		r.IndexedFields = r.SelectableFields // the watch cache indexes every selectable field
 		if sub := v.Subresources; sub != nil {
 			r.Status = sub.Status != nil
 			r.Scale = sub.Scale != nil
 		}
 		if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
-			s, err := Structural(v.Schema.OpenAPIV3Schema)
+			s, err := crdschema.New(v.Schema.OpenAPIV3Schema)
 			if err != nil {
 				return nil, fmt.Errorf("version %s: %w", v.Name, err)
 			}
-			r.Structural = s
+			r.CustomSchema = s
 		}
 		if v.Name != storage {
 			r.StoredWith = &resource.GroupResource{Group: crd.Spec.Group, Plural: names.Plural}
@@ -73,14 +73,4 @@ func StorageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
 		}
 	}
 	return ""
-}
-
-// Structural converts a v1 schema into the structural schema its
-// pruning, defaulting and validation use.
-func Structural(v1 *apiextensionsv1.JSONSchemaProps) (*structuralschema.Structural, error) {
-	var internal apiextensions.JSONSchemaProps
-	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v1, &internal, nil); err != nil {
-		return nil, err
-	}
-	return structuralschema.NewStructural(&internal)
 }

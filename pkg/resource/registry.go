@@ -3,14 +3,11 @@ package resource
 import (
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"sort"
 	"sync"
 
 	"github.com/watchcache/watchcache/pkg/storage"
-
-	"sigs.k8s.io/yaml"
 )
 
 // Registry is the set of served resources, each with its store. Built-in
@@ -229,40 +226,4 @@ func (reg *Registry) Groups() map[string][]string {
 		sort.Strings(vs)
 	}
 	return out
-}
-
-// file is the layout of a --resources file.
-type file struct {
-	Resources []*Resource `json:"resources"`
-}
-
-// LoadFile reads custom resources from a YAML file:
-//
-//	resources:
-//	- group: example.com
-//	  version: v1
-//	  kind: Widget
-//	  plural: widgets
-//	  singular: widget
-//	  shortNames: [wd]
-//	  namespaced: true
-//	  selectableFields: [spec.color]
-//	  indexedFields: [spec.color]
-//
-// Unknown fields are errors.
-func LoadFile(path string) ([]*Resource, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var f file
-	if err := yaml.UnmarshalStrict(data, &f); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	for _, r := range f.Resources {
-		if r.Group == "" {
-			return nil, fmt.Errorf("%s: resource %s: custom resources need a group", path, r.Plural)
-		}
-	}
-	return f.Resources, nil
 }

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/watchcache/watchcache/pkg/crdschema"
 	"github.com/watchcache/watchcache/pkg/object"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 )
 
 // Resource describes one served resource.
@@ -77,9 +77,9 @@ type Resource struct {
 	// Definition is the name of the CustomResourceDefinition that defines a
 	// custom resource served through the API ("" for the others).
 	Definition string `json:"-"`
-	// Structural is a custom resource's structural schema (nil: any
-	// object): its objects are pruned, defaulted and validated by it.
-	Structural *structuralschema.Structural `json:"-"`
+	// CustomSchema is a custom resource's schema (nil: any object): its objects
+	// are pruned, defaulted and validated by it.
+	CustomSchema *crdschema.Schema `json:"-"`
 	// PrinterColumns are a custom resource's additional printer columns.
 	PrinterColumns []apiextensionsv1.CustomResourceColumnDefinition `json:"-"`
 

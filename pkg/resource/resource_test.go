@@ -1,10 +1,9 @@
 package resource
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/watchcache/watchcache/pkg/storage"
 )
 
 func TestBuiltins(t *testing.T) {
@@ -27,49 +26,38 @@ func TestBuiltins(t *testing.T) {
 	}
 }
 
-func TestLoadFile(t *testing.T) {
-	dir := t.TempDir()
-	write := func(body string) string {
-		p := filepath.Join(dir, "r.yaml")
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	rs, err := LoadFile(write(`
-resources:
-- group: example.com
-  version: v1
-  kind: Widget
-  plural: widgets
-  shortNames: [wd]
-  namespaced: true
-  selectableFields: [spec.color]
-  indexedFields: [spec.color]
-`))
+// A custom resource added while serving is found and listed, tells the
+// subscribers, and goes when removed.
+func TestRegistryAddRemove(t *testing.T) {
+	reg, err := NewRegistry(Builtins()...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := NewRegistry(append(Builtins(), rs...)...)
-	if err != nil {
+	var added, removed []*Resource
+	reg.OnChange(func(a, r []*Resource) { added, removed = append(added, a...), append(removed, r...) })
+	widgets := &Resource{Group: "example.com", Version: "v1", Kind: "Widget", Plural: "widgets", ShortNames: []string{"wd"},
+		Namespaced: true, SelectableFields: []string{"spec.color"}, IndexedFields: []string{"spec.color"}}
+	if err := reg.Add(map[*Resource]storage.Interface{widgets: nil}); err != nil {
 		t.Fatal(err)
 	}
 	w := reg.Lookup("example.com", "v1", "widgets")
-	if w == nil || w.Singular != "widget" || w.GroupVersion() != "example.com/v1" || !w.Schema().Selectable("spec.color") {
-		t.Fatalf("widgets = %+v", w)
+	if w != widgets || w.Singular != "widget" || w.GroupVersion() != "example.com/v1" || !w.Schema().Selectable("spec.color") || len(added) != 1 {
+		t.Fatalf("widgets = %+v, added %v", w, added)
 	}
 	if g := reg.Groups(); len(g["example.com"]) != 1 || g["example.com"][0] != "v1" || len(g["rbac.authorization.k8s.io"]) != 1 {
 		t.Errorf("Groups = %v", g)
 	}
-
-	for body, want := range map[string]string{
-		"resources:\n- {group: example.com, version: v1, kind: W, plural: ws, colour: red}": "unknown field",
-		"resources:\n- {version: v1, kind: W, plural: ws}":                                  "need a group",
-	} {
-		if _, err := LoadFile(write(body)); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("LoadFile(%q) = %v, want %q", body, err, want)
-		}
+	again := &Resource{Group: "example.com", Version: "v1", Kind: "Gadget", Plural: "widgets"}
+	if err := reg.Add(map[*Resource]storage.Interface{again: nil}); err == nil {
+		t.Error("a second widgets accepted")
 	}
+	reg.Remove(widgets)
+	if reg.Lookup("example.com", "v1", "widgets") != nil || reg.ByKind("example.com", "Widget") != nil || len(removed) != 1 {
+		t.Errorf("after Remove: %v %v %v", reg.Lookup("example.com", "v1", "widgets"), reg.ByKind("example.com", "Widget"), removed)
+	}
+}
+
+func TestRegistryRefuses(t *testing.T) {
 	for _, bad := range []*Resource{
 		{Group: "nodot", Version: "v1", Kind: "W", Plural: "ws"},
 		{Group: "example.com", Version: "1", Kind: "W", Plural: "ws"},

@@ -91,10 +91,18 @@ func decodeObject(w http.ResponseWriter, data []byte, res *resource.Resource, mo
 	if obj == nil {
 		return nil, badRequest("the request body is not a JSON object")
 	}
+	var pruned []string
+	if res.CustomSchema != nil {
+		pruned = res.CustomSchema.Prune(obj)
+		res.CustomSchema.Default(obj)
+	}
 	if mode == validationIgnore {
 		return obj, nil
 	}
 	var problems []error
+	for _, path := range pruned {
+		problems = append(problems, fmt.Errorf("unknown field %q", path))
+	}
 	if res.StrategicMergeType != nil {
 		typed := reflect.New(reflect.TypeOf(res.StrategicMergeType)).Interface()
 		strict, err := kjson.UnmarshalStrict(data, typed, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
@@ -103,7 +111,7 @@ func decodeObject(w http.ResponseWriter, data []byte, res *resource.Resource, mo
 		}
 		problems = strict
 	} else {
-		problems = strictMetadataErrors(data)
+		problems = append(problems, strictMetadataErrors(data)...)
 	}
 	if len(problems) == 0 {
 		return obj, nil

@@ -224,7 +224,7 @@ func prepareUpdate(obj map[string]any, req *request, cur *object.Object) ([]byte
 	defaults.Apply(req.res.Group, req.res.Kind, obj)
 	_, setsDeletion := meta["deletionTimestamp"]
 	_, setsGrace := meta["deletionGracePeriodSeconds"]
-	validated := req.subresource == "" && validation.Has(req.res.Group, req.res.Kind)
+	validated := req.subresource == "" && (validation.Has(req.res.Group, req.res.Kind) || req.res.CustomSchema != nil)
 	if !req.res.Status && !req.res.Generation && !setsDeletion && !setsGrace && !lifecycle.BeingDeleted(cur) && !validated {
 		return encodeObject(req.res, obj)
 	}
@@ -248,7 +248,7 @@ func prepareUpdate(obj map[string]any, req *request, cur *object.Object) ([]byte
 // fails.
 func encodeValid(res *resource.Resource, name string, obj, old map[string]any) ([]byte, error) {
 	data, err := encodeObject(res, obj)
-	if err != nil || !validation.Has(res.Group, res.Kind) {
+	if err != nil || !validation.Has(res.Group, res.Kind) && res.CustomSchema == nil {
 		return data, err
 	}
 	var stored map[string]any
@@ -256,9 +256,12 @@ func encodeValid(res *resource.Resource, name string, obj, old map[string]any) (
 		return nil, err
 	}
 	var errs field.ErrorList
-	if old == nil {
+	switch {
+	case res.CustomSchema != nil:
+		errs = res.CustomSchema.Validate(stored)
+	case old == nil:
 		errs = validation.Validate(res.Group, res.Kind, stored)
-	} else {
+	default:
 		errs = validation.ValidateUpdate(res.Group, res.Kind, stored, old)
 	}
 	if len(errs) > 0 {

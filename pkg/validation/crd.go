@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 
-	"github.com/watchcache/watchcache/pkg/crd"
+	"github.com/watchcache/watchcache/pkg/crdschema"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -61,12 +61,12 @@ func schemas(def *apiextensionsv1.CustomResourceDefinition) field.ErrorList {
 			errs = append(errs, field.Required(field.NewPath("spec", "versions").Index(i).Child("schema", "openAPIV3Schema"), ""))
 			continue
 		}
-		s, err := crd.Structural(v.Schema.OpenAPIV3Schema)
+		s, err := crdschema.New(v.Schema.OpenAPIV3Schema)
 		if err != nil {
 			errs = append(errs, field.Invalid(path, "", err.Error()))
 			continue
 		}
-		errs = append(errs, structuralschema.ValidateStructural(path, s)...)
+		errs = append(errs, structuralschema.ValidateStructural(path, s.Structural)...)
 	}
 	return errs
 }

@@ -1,0 +1,178 @@
+// Package crdschema applies a custom resource version's structural schema
+// to its objects as kube-apiserver does: unknown fields pruned (and
+// reported, for fieldValidation), defaults set, and the object validated,
+// with kube-apiserver's field errors. Built on the structural schema and
+// pruning packages of k8s.io/apiextensions-apiserver and kube-openapi's
+// validator (the parts that do not depend on k8s.io/apiserver).
+//
+// Objects are JSON objects decoded as map[string]any with integers as
+// int64.
+package crdschema
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/watchcache/watchcache/pkg/jsonmap"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	openapierrors "k8s.io/kube-openapi/pkg/validation/errors"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+	"k8s.io/kube-openapi/pkg/validation/strfmt"
+	"k8s.io/kube-openapi/pkg/validation/validate"
+)
+
+// Schema is one custom resource version's schema, ready to apply.
+type Schema struct {
+	// Structural is the structural form of the schema.
+	Structural *structuralschema.Structural
+	// OpenAPI is the schema as OpenAPI, for validation and documents.
+	OpenAPI   *spec.Schema
+	validator *validate.SchemaValidator
+}
+
+// New converts a CRD version's schema.
+func New(v1 *apiextensionsv1.JSONSchemaProps) (*Schema, error) {
+	var internal apiextensions.JSONSchemaProps
+	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v1, &internal, nil); err != nil {
+		return nil, err
+	}
+	s, err := structuralschema.NewStructural(&internal)
+	if err != nil {
+		return nil, err
+	}
+	openapi := s.ToKubeOpenAPI()
+	return &Schema{Structural: s, OpenAPI: openapi, validator: validate.NewSchemaValidator(openapi, nil, "", strfmt.Default)}, nil
+}
+
+// Prune removes the fields obj has that the schema does not know (unless
+// it preserves unknown fields there) and returns their paths
+// ("spec.foo"), for fieldValidation's warnings and errors.
+func (s *Schema) Prune(obj map[string]any) []string {
+	return pruning.PruneWithOptions(obj, s.Structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
+}
+
+// Default sets the schema's defaults of the fields obj lacks, in objects
+// obj has (and in the objects defaults create), as kube-apiserver does
+// before pruning.
+func (s *Schema) Default(obj map[string]any) { applyDefaults(obj, s.Structural) }
+
+func applyDefaults(x any, s *structuralschema.Structural) {
+	if s == nil {
+		return
+	}
+	switch x := x.(type) {
+	case map[string]any:
+		for name, prop := range s.Properties {
+			if _, ok := x[name]; !ok && prop.Default.Object != nil {
+				x[name] = toInt64s(jsonmap.DeepCopy(prop.Default.Object))
+			}
+		}
+		for name, v := range x {
+			if prop, ok := s.Properties[name]; ok {
+				applyDefaults(v, &prop)
+			} else if s.AdditionalProperties != nil {
+				applyDefaults(v, s.AdditionalProperties.Structural)
+			}
+		}
+	case []any:
+		for _, item := range x {
+			applyDefaults(item, s.Items)
+		}
+	}
+}
+
+// toInt64s turns the integers of a default (decoded from the CRD's JSON
+// as float64 or int64) into int64, as objects hold them.
+func toInt64s(v any) any {
+	switch v := v.(type) {
+	case float64:
+		if v == float64(int64(v)) {
+			return int64(v)
+		}
+	case map[string]any:
+		for k, x := range v {
+			v[k] = toInt64s(x)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = toInt64s(x)
+		}
+	}
+	return v
+}
+
+// Validate checks obj against the schema; the errors are kube-apiserver's
+// (field path, reason, message) for each failing field.
+func (s *Schema) Validate(obj map[string]any) field.ErrorList {
+	result := s.validator.Validate(obj)
+	var errs field.ErrorList
+	for _, err := range result.Errors {
+		errs = append(errs, toFieldErrors(err)...)
+	}
+	return errs
+}
+
+// toFieldErrors converts a kube-openapi validation error as
+// kube-apiserver's apiextensions validation does.
+func toFieldErrors(err error) field.ErrorList {
+	var verr *openapierrors.Validation
+	switch e := err.(type) {
+	case *openapierrors.Validation:
+		verr = e
+	case *openapierrors.CompositeError:
+		var out field.ErrorList
+		for _, inner := range e.Errors {
+			out = append(out, toFieldErrors(inner)...)
+		}
+		return out
+	default:
+		return field.ErrorList{field.Invalid(nil, "", err.Error())}
+	}
+	path := pathOf(verr.Name)
+	value := verr.Value
+	if value == nil {
+		value = ""
+	}
+	switch verr.Code() {
+	case openapierrors.RequiredFailCode:
+		return field.ErrorList{field.Required(path, "")}
+	case openapierrors.EnumFailCode:
+		var values []string
+		for _, v := range verr.Values {
+			values = append(values, fmt.Sprint(v))
+		}
+		return field.ErrorList{field.NotSupported(path, verr.Value, values)}
+	case openapierrors.TooLongFailCode:
+		max, _ := verr.Valid.(int64)
+		return field.ErrorList{field.TooLongMaxLength(path, value, int(max))}
+	case openapierrors.MaxItemsFailCode:
+		max, _ := verr.Valid.(int64)
+		actual, _ := verr.Value.(int64)
+		return field.ErrorList{field.TooMany(path, int(actual), int(max))}
+	case openapierrors.InvalidTypeCode:
+		return field.ErrorList{field.TypeInvalid(path, value, verr.Error())}
+	}
+	return field.ErrorList{field.Invalid(path, value, verr.Error())}
+}
+
+// pathOf turns a validation error's name ("spec.size", "spec.items[1]")
+// into a field path.
+func pathOf(name string) *field.Path {
+	name = strings.TrimPrefix(name, ".")
+	if name == "" {
+		return nil
+	}
+	var p *field.Path
+	for _, part := range strings.Split(name, ".") {
+		if p == nil {
+			p = field.NewPath(part)
+		} else {
+			p = p.Child(part)
+		}
+	}
+	return p
+}
