@@ -28,6 +28,9 @@ spec:
             properties:
               color: {type: string}
     subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Color, type: string, jsonPath: .spec.color}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
 `
 
 // TestCustomResourceDefinitions, through kubectl: a CRD applied is served
@@ -52,8 +55,8 @@ func TestCustomResourceDefinitions(t *testing.T) {
 	if out := k.must("get", "gd", "g1", "-o", "jsonpath={.spec.color} {.metadata.generation}"); out != "red 1" {
 		t.Errorf("get gd g1: %q", out)
 	}
-	if out := k.must("get", "gadgets"); !strings.Contains(out, "g1") {
-		t.Errorf("get gadgets printed %q", out)
+	if lines := strings.Fields(k.must("get", "gadgets")); len(lines) != 6 || strings.Join(lines[:5], " ") != "NAME COLOR AGE g1 red" {
+		t.Errorf("get gadgets printed %q", lines)
 	}
 
 	conflicting := strings.NewReplacer("gadgets.example.org", "gizmos.example.org", "plural: gadgets", "plural: gizmos", "shortNames: [gd]", "shortNames: [gz]").Replace(gadgetsCRD)

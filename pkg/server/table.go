@@ -5,6 +5,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/conversion"
@@ -80,12 +81,26 @@ func (t *tableOptions) appendTable(buf []byte, res *resource.Resource, items []*
 	return append(buf, "]}"...)
 }
 
+// customPrinters are the printers of custom resources with printer
+// columns, compiled once per resource (a changed definition registers new
+// resources).
+var customPrinters sync.Map // *resource.Resource → table.Printer
+
 // tableColumns returns a resource's columns and the JSON its cells are
 // computed from: the object's, or for a resource served in another
 // version than it is stored in (events.k8s.io/v1 events), the stored
 // version's columns and the object converted back to that version.
-func tableColumns(res *resource.Resource) (*table.Table, func(*object.Object) []byte) {
-	if res.StoredWith == nil {
+func tableColumns(res *resource.Resource) (table.Printer, func(*object.Object) []byte) {
+	if len(res.PrinterColumns) > 0 {
+		if p, ok := customPrinters.Load(res); ok {
+			return p.(table.Printer), (*object.Object).Stored
+		}
+		if p, err := table.ForColumns(res.PrinterColumns); err == nil {
+			customPrinters.Store(res, p)
+			return p, (*object.Object).Stored
+		}
+	}
+	if res.StoredWith == nil || res.Definition != "" {
 		return table.For(res.Group, res.Plural), (*object.Object).Stored
 	}
 	c := conversion.For(res.Group, res.Version, res.Kind)
@@ -99,7 +114,7 @@ func tableColumns(res *resource.Resource) (*table.Table, func(*object.Object) []
 }
 
 // appendRow appends obj's row, its cells computed from cellJSON.
-func (t *tableOptions) appendRow(buf []byte, columns *table.Table, obj *object.Object, cellJSON []byte, now time.Time) []byte {
+func (t *tableOptions) appendRow(buf []byte, columns table.Printer, obj *object.Object, cellJSON []byte, now time.Time) []byte {
 	buf = append(buf, `{"cells":`...)
 	buf = columns.AppendCells(buf, cellJSON, now)
 	switch t.includeObject {
