@@ -10,13 +10,11 @@ import (
 	"net/url"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/resource"
-	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // OpenAPI v3 as kube-apiserver serves it: /openapi/v3 lists one document
@@ -26,11 +24,14 @@ import (
 // (the fieldValidation query parameter; if not, kubectl validates against
 // /openapi/v2, and refuses to create or apply without it) and whether the
 // kind takes strategic merge patches, which client-side apply then computes
-// from the kind's schema (patch strategies and merge keys). Built-in kinds
-// get their real schemas, reflected from their k8s.io/api types and struct
-// tags; custom resources, schemaless, an open object. /openapi/v2 is not
-// served: with v3 present kubectl only tries it as a fallback (client-side
-// apply of a custom resource does), and tolerates its absence.
+// from the kind's schema (patch strategies and merge keys); kubectl explain
+// prints the schemas' types, required fields and descriptions. Built-in
+// kinds get their real schemas, reflected from their k8s.io/api types,
+// struct tags and documentation (see openapi_schema.go); custom resources,
+// schemaless, an open object. /openapi/v2 serves the same as one Swagger
+// 2.0 document, in JSON or in the protobuf form client-go asks for (see
+// openapi_v2.go): kubectl falls back to it without v3 and explains from it
+// with --output=plaintext-openapiv2.
 
 // openAPIDoc is one precomputed document.
 type openAPIDoc struct {
@@ -46,10 +47,12 @@ func newOpenAPIDoc(v any) *openAPIDoc {
 	return &openAPIDoc{body: body, hash: fmt.Sprintf("%X", sha512.Sum512(body))}
 }
 
-// openAPIDocs are the documents of a registry, built once at start.
+// openAPIDocs are the documents of a registry, built when it changes.
 type openAPIDocs struct {
 	index *openAPIDoc            // /openapi/v3
 	gv    map[string]*openAPIDoc // "api/v1", "apis/example.com/v1" → document
+	// v2 makes the /openapi/v2 documents from the v3 ones when first asked.
+	v2 func() (*swaggerDocs, error)
 }
 
 func buildOpenAPI(reg *resource.Registry) *openAPIDocs {
@@ -71,17 +74,22 @@ func buildOpenAPI(reg *resource.Registry) *openAPIDocs {
 		index[key] = entry{ServerRelativeURL: "/openapi/v3/" + key + "?hash=" + doc.hash}
 	}
 	docs.index = newOpenAPIDoc(map[string]any{"paths": index})
+	docs.v2 = sync.OnceValues(func() (*swaggerDocs, error) { return buildSwagger(docs.gv) })
 	return docs
 }
 
-// serveOpenAPI serves /openapi/v3 and the documents below it.
+// serveOpenAPI serves /openapi/v2, /openapi/v3 and the documents below it.
 func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		writeError(w, newAPIError(http.StatusMethodNotAllowed, "MethodNotAllowed", "method %s is not allowed", r.Method), nil, "")
 		return
 	}
+	if r.URL.Path == "/openapi/v2" {
+		serveSwagger(w, r, s.openapi.Load())
+		return
+	}
 	if r.URL.Path == "/openapi/v3" {
-		serveOpenAPIDoc(w, r, s.openapi.Load().index)
+		serveOpenAPIDoc(w, r, s.openapi.Load().index, "application/json")
 		return
 	}
 	key, ok := strings.CutPrefix(r.URL.Path, "/openapi/v3/")
@@ -105,13 +113,13 @@ func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "public, immutable")
 		w.Header().Set("Expires", time.Now().AddDate(1, 0, 0).UTC().Format(http.TimeFormat))
 	}
-	serveOpenAPIDoc(w, r, doc)
+	serveOpenAPIDoc(w, r, doc, "application/json")
 }
 
-// serveOpenAPIDoc writes a document with its ETag (http.ServeContent
-// answers a matching If-None-Match with 304).
-func serveOpenAPIDoc(w http.ResponseWriter, r *http.Request, doc *openAPIDoc) {
-	w.Header().Set("Content-Type", "application/json")
+// serveOpenAPIDoc writes a document of a media type with its ETag
+// (http.ServeContent answers a matching If-None-Match with 304).
+func serveOpenAPIDoc(w http.ResponseWriter, r *http.Request, doc *openAPIDoc, mediaType string) {
+	w.Header().Set("Content-Type", mediaType)
 	w.Header().Set("Etag", `"`+doc.hash+`"`)
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(doc.body))
 }
@@ -133,12 +141,19 @@ func acceptsJSON(accept string) bool {
 // groupVersionDocument is the OpenAPI v3 document of one group version.
 func groupVersionDocument(resources []*resource.Resource) map[string]any {
 	sg := schemaGen{schemas: map[string]map[string]any{}}
-	for _, t := range []reflect.Type{reflect.TypeFor[metav1.ObjectMeta](), reflect.TypeFor[metav1.ListMeta](),
-		reflect.TypeFor[metav1.Status](), reflect.TypeFor[metav1.DeleteOptions](), reflect.TypeFor[metav1.WatchEvent]()} {
-		sg.ref(t)
+	sg.ref(reflect.TypeFor[metav1.ObjectMeta]())
+	sg.ref(reflect.TypeFor[metav1.ListMeta]())
+	// As in kube-apiserver's scheme, Status is a kind of v1, delete options
+	// and watch events are kinds of v1 and of every group version.
+	status := reflect.TypeFor[metav1.Status]()
+	for _, t := range []reflect.Type{status, reflect.TypeFor[metav1.DeleteOptions](), reflect.TypeFor[metav1.WatchEvent]()} {
+		gvks := []map[string]string{{"group": "", "version": "v1", "kind": t.Name()}}
+		if gv := resources[0]; gv.Group != "" && t != status {
+			gvks = append(gvks, map[string]string{"group": gv.Group, "version": gv.Version, "kind": t.Name()})
+		}
+		sg.schemas[sg.ref(t)]["x-kubernetes-group-version-kind"] = gvks
 	}
-	sg.schemas[patchSchema] = map[string]any{"type": "object",
-		"description": "The body of a PATCH request, in the format its Content-Type names."}
+	sg.schemas[patchSchema] = map[string]any{"type": "object", "description": typeDocs(reflect.TypeFor[metav1.Patch]())[""]}
 	paths := map[string]any{}
 	for _, res := range resources {
 		if !res.Stored() {
@@ -161,27 +176,37 @@ const (
 )
 
 // kindSchemas adds the schemas of a resource's kind and list kind and
-// returns their names.
+// returns their names (no list for a kind that has none, the reviews). A
+// custom resource's are those of partial object metadata, open to any
+// other fields.
 func kindSchemas(sg *schemaGen, res *resource.Resource) (object, list string) {
 	gvk := func(kind string) []map[string]string {
 		return []map[string]string{{"group": res.Group, "version": res.Version, "kind": kind}}
 	}
 	if res.StrategicMergeType != nil {
-		object = sg.ref(reflect.TypeOf(res.StrategicMergeType))
-	} else {
-		object = reverseDomain(res.Group) + "." + res.Version + "." + res.Kind
-		sg.schemas[object] = map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true,
-			"description": res.Kind + " is a custom resource; its objects are not checked beyond their metadata.",
-			"properties": map[string]any{"apiVersion": stringSchema(), "kind": stringSchema(),
-				"metadata": refSchema(schemaName(reflect.TypeFor[metav1.ObjectMeta]()))}}
+		t := reflect.TypeOf(res.StrategicMergeType)
+		object = sg.ref(t)
+		sg.schemas[object]["x-kubernetes-group-version-kind"] = gvk(res.Kind)
+		if lt := listTypes()[t]; lt != nil {
+			list = sg.ref(lt)
+			sg.schemas[list]["x-kubernetes-group-version-kind"] = gvk(res.ListKind())
+		}
+		return object, list
 	}
-	sg.schemas[object]["x-kubernetes-group-version-kind"] = gvk(res.Kind)
-	list = object + "List"
-	sg.schemas[list] = map[string]any{"type": "object", "required": []string{"items"},
-		"x-kubernetes-group-version-kind": gvk(res.ListKind()),
-		"properties": map[string]any{"apiVersion": stringSchema(), "kind": stringSchema(),
-			"metadata": refSchema(schemaName(reflect.TypeFor[metav1.ListMeta]())),
-			"items":    map[string]any{"type": "array", "items": refSchema(object)}}}
+	object, list = reverseDomain(res.Group)+"."+res.Version+"."+res.Kind, reverseDomain(res.Group)+"."+res.Version+"."+res.ListKind()
+	objectProps, listProps := map[string]any{}, map[string]any{}
+	partial := reflect.TypeFor[metav1.PartialObjectMetadata]()
+	sg.addFields(objectProps, partial, typeDocs(partial))
+	typeMeta := reflect.TypeFor[metav1.TypeMeta]()
+	sg.addFields(listProps, typeMeta, typeDocs(typeMeta))
+	listProps["metadata"] = map[string]any{"allOf": []any{map[string]any{"$ref": schemaPrefix + sg.ref(reflect.TypeFor[metav1.ListMeta]())}},
+		"description": typeDocs(reflect.TypeFor[metav1.PartialObjectMetadataList]())["metadata"]}
+	listProps["items"] = map[string]any{"type": "array", "items": map[string]any{"$ref": schemaPrefix + object}}
+	sg.schemas[object] = map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+		"description": res.Kind + " is a custom resource; its objects are not checked beyond their metadata.",
+		"properties":  objectProps, "x-kubernetes-group-version-kind": gvk(res.Kind)}
+	sg.schemas[list] = map[string]any{"type": "object", "required": []string{"items"}, "properties": listProps,
+		"x-kubernetes-group-version-kind": gvk(res.ListKind())}
 	return object, list
 }
 
@@ -293,127 +318,3 @@ func pathParam(name string) map[string]any {
 }
 
 func stringSchema() map[string]any { return map[string]any{"type": "string"} }
-
-// refSchema refers to a component. The reference is wrapped in allOf, as
-// kube-apiserver does, so that a property may carry extensions beside it.
-func refSchema(name string) map[string]any {
-	return map[string]any{"allOf": []any{map[string]any{"$ref": schemaPrefix + name}}}
-}
-
-// reverseDomain turns "example.com" into "com.example".
-func reverseDomain(domain string) string {
-	labels := strings.Split(domain, ".")
-	for i, j := 0, len(labels)-1; i < j; i, j = i+1, j-1 {
-		labels[i], labels[j] = labels[j], labels[i]
-	}
-	return strings.Join(labels, ".")
-}
-
-// schemaName names a type's schema as kube-apiserver does: its package
-// path, domain reversed, and its name ("io.k8s.api.core.v1.Pod").
-func schemaName(t reflect.Type) string {
-	domain, rest, _ := strings.Cut(t.PkgPath(), "/")
-	return reverseDomain(domain) + "." + strings.ReplaceAll(rest, "/", ".") + "." + t.Name()
-}
-
-// specialSchemas are the types whose JSON form is not their Go structure.
-var specialSchemas = map[reflect.Type]func() map[string]any{
-	reflect.TypeFor[metav1.Time]():      func() map[string]any { return map[string]any{"type": "string", "format": "date-time"} },
-	reflect.TypeFor[metav1.MicroTime](): func() map[string]any { return map[string]any{"type": "string", "format": "date-time"} },
-	reflect.TypeFor[metav1.Duration]():  stringSchema,
-	reflect.TypeFor[metav1.FieldsV1]():  func() map[string]any { return map[string]any{"type": "object"} },
-	reflect.TypeFor[apiresource.Quantity](): func() map[string]any {
-		return map[string]any{"oneOf": []any{map[string]any{"type": "string"}, map[string]any{"type": "number"}}}
-	},
-	reflect.TypeFor[intstr.IntOrString](): func() map[string]any {
-		return map[string]any{"format": "int-or-string", "oneOf": []any{map[string]any{"type": "integer"}, map[string]any{"type": "string"}}}
-	},
-	reflect.TypeFor[runtime.RawExtension](): func() map[string]any {
-		return map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}
-	},
-}
-
-// schemaGen reflects Go types into OpenAPI v3 schemas, one component per
-// struct type.
-type schemaGen struct {
-	schemas map[string]map[string]any
-}
-
-// ref makes sure a struct type has its component and returns its name.
-func (sg *schemaGen) ref(t reflect.Type) string {
-	name := schemaName(t)
-	if _, done := sg.schemas[name]; done {
-		return name
-	}
-	props := map[string]any{}
-	sg.schemas[name] = map[string]any{"type": "object", "properties": props}
-	sg.addFields(props, t)
-	return name
-}
-
-// addFields adds the JSON fields of a struct type, inlined ones included,
-// with their patch strategies.
-func (sg *schemaGen) addFields(props map[string]any, t reflect.Type) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, opts, _ := strings.Cut(tag, ",")
-		ft := f.Type
-		if ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
-		if name == "" && (f.Anonymous || strings.Contains(opts, "inline")) && ft.Kind() == reflect.Struct {
-			sg.addFields(props, ft)
-			continue
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		s := sg.schema(f.Type)
-		if v := f.Tag.Get("patchStrategy"); v != "" {
-			s["x-kubernetes-patch-strategy"] = v
-		}
-		if v := f.Tag.Get("patchMergeKey"); v != "" {
-			s["x-kubernetes-patch-merge-key"] = v
-		}
-		props[name] = s
-	}
-}
-
-// schema is the (new, modifiable) schema of a value of type t.
-func (sg *schemaGen) schema(t reflect.Type) map[string]any {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if special := specialSchemas[t]; special != nil {
-		return special()
-	}
-	switch t.Kind() {
-	case reflect.Bool:
-		return map[string]any{"type": "boolean"}
-	case reflect.Int, reflect.Int64, reflect.Uint, reflect.Uint64:
-		return map[string]any{"type": "integer", "format": "int64"}
-	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Uint8, reflect.Uint16, reflect.Uint32:
-		return map[string]any{"type": "integer", "format": "int32"}
-	case reflect.Float32, reflect.Float64:
-		return map[string]any{"type": "number", "format": "double"}
-	case reflect.String:
-		return stringSchema()
-	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 {
-			return map[string]any{"type": "string", "format": "byte"}
-		}
-		return map[string]any{"type": "array", "items": sg.schema(t.Elem())}
-	case reflect.Map:
-		return map[string]any{"type": "object", "additionalProperties": sg.schema(t.Elem())}
-	case reflect.Struct:
-		return refSchema(sg.ref(t))
-	}
-	return map[string]any{"x-kubernetes-preserve-unknown-fields": true}
-}

@@ -2,12 +2,22 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
+	openapi_v2 "github.com/google/gnostic-models/openapiv2"
 	"github.com/watchcache/watchcache/pkg/resource"
+	"google.golang.org/protobuf/proto"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeproto "k8s.io/kube-openapi/pkg/util/proto"
 )
 
 func openAPITestServer(t *testing.T) (*Server, *resource.Registry) {
@@ -127,5 +137,245 @@ func TestOpenAPIV3(t *testing.T) {
 	}
 	if w := openAPIGet(t, s, "/openapi/v3/apis/nope/v1"); w.Code != http.StatusNotFound {
 		t.Errorf("unknown group version: %d", w.Code)
+	}
+}
+
+// openAPIComponents fetches the schemas of a group version's v3 document.
+func openAPIComponents(t *testing.T, s *Server, key string) map[string]map[string]any {
+	t.Helper()
+	var doc struct {
+		Components struct{ Schemas map[string]map[string]any }
+	}
+	w := openAPIGet(t, s, "/openapi/v3/"+key)
+	if err := json.Unmarshal(w.Body.Bytes(), &doc); w.Code != http.StatusOK || err != nil {
+		t.Fatalf("/openapi/v3/%s: %d %v", key, w.Code, err)
+	}
+	return doc.Components.Schemas
+}
+
+// TestOpenAPIDescriptions checks the documentation of the schemas, as
+// kubectl explain prints it: each type's and field's description is its
+// k8s.io/api SwaggerDoc text; a field referring to a type carries its own
+// description beside the reference; required fields, kinds' list schemas.
+func TestOpenAPIDescriptions(t *testing.T) {
+	s, _ := openAPITestServer(t)
+	apps, core := openAPIComponents(t, s, "apis/apps/v1"), openAPIComponents(t, s, "api/v1")
+	prop := func(schemas map[string]map[string]any, schema, field string) map[string]any {
+		t.Helper()
+		p, _ := schemas[schema]["properties"].(map[string]any)[field].(map[string]any)
+		if p == nil {
+			t.Fatalf("%s has no property %s: %v", schema, field, schemas[schema])
+		}
+		return p
+	}
+	for _, c := range []struct {
+		schemas       map[string]map[string]any
+		schema, field string
+		want          string
+	}{
+		{apps, "io.k8s.api.apps.v1.DeploymentStrategy", "", appsv1.DeploymentStrategy{}.SwaggerDoc()[""]},
+		{apps, "io.k8s.api.apps.v1.DeploymentSpec", "strategy", appsv1.DeploymentSpec{}.SwaggerDoc()["strategy"]},
+		{apps, "io.k8s.api.apps.v1.DeploymentStrategy", "type", appsv1.DeploymentStrategy{}.SwaggerDoc()["type"]},
+		{apps, "io.k8s.api.apps.v1.DeploymentList", "", appsv1.DeploymentList{}.SwaggerDoc()[""]},
+		{apps, "io.k8s.api.apps.v1.DeploymentList", "items", appsv1.DeploymentList{}.SwaggerDoc()["items"]},
+		{apps, "io.k8s.api.apps.v1.Deployment", "apiVersion", metav1.TypeMeta{}.SwaggerDoc()["apiVersion"]},
+		{core, "io.k8s.api.core.v1.Container", "image", corev1.Container{}.SwaggerDoc()["image"]},
+		{core, "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "name", metav1.ObjectMeta{}.SwaggerDoc()["name"]},
+	} {
+		got := c.schemas[c.schema]["description"]
+		if c.field != "" {
+			got = prop(c.schemas, c.schema, c.field)["description"]
+		}
+		if got != c.want || c.want == "" {
+			t.Errorf("%s.%s: description %q, want %q", c.schema, c.field, got, c.want)
+		}
+	}
+	strategy := prop(apps, "io.k8s.api.apps.v1.DeploymentSpec", "strategy")
+	if ref := []any{map[string]any{"$ref": "#/components/schemas/io.k8s.api.apps.v1.DeploymentStrategy"}}; !reflect.DeepEqual(strategy["allOf"], ref) ||
+		strategy["x-kubernetes-patch-strategy"] != "retainKeys" {
+		t.Errorf("DeploymentSpec.strategy = %v", strategy)
+	}
+	if items := prop(apps, "io.k8s.api.apps.v1.DeploymentList", "items")["items"]; !reflect.DeepEqual(items, map[string]any{"$ref": "#/components/schemas/io.k8s.api.apps.v1.Deployment"}) {
+		t.Errorf("DeploymentList.items.items = %v", items)
+	}
+	if gvk := apps["io.k8s.api.apps.v1.DeploymentList"]["x-kubernetes-group-version-kind"]; !reflect.DeepEqual(gvk, []any{map[string]any{"group": "apps", "version": "v1", "kind": "DeploymentList"}}) {
+		t.Errorf("DeploymentList's kind: %v", gvk)
+	}
+	for schema, want := range map[string][]any{
+		"io.k8s.api.apps.v1.DeploymentSpec":                             {"selector", "template"},
+		"io.k8s.api.core.v1.Container":                                  {"name"},
+		"io.k8s.api.apps.v1.DeploymentStrategy":                         nil,
+		"io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference":           {"apiVersion", "kind", "name", "uid"},
+		"io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement": {"key", "operator"},
+	} {
+		if got, _ := apps[schema]["required"].([]any); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: required %v, want %v", schema, got, want)
+		}
+	}
+	// Types encoded their own way, documented in generated definitions.
+	for name, want := range map[string]map[string]any{
+		"io.k8s.apimachinery.pkg.apis.meta.v1.Time":       {"type": "string", "format": "date-time"},
+		"io.k8s.apimachinery.pkg.util.intstr.IntOrString": {"format": "int-or-string", "oneOf": []any{map[string]any{"type": "integer"}, map[string]any{"type": "string"}}},
+		"io.k8s.apimachinery.pkg.api.resource.Quantity":   {"oneOf": []any{map[string]any{"type": "string"}, map[string]any{"type": "number"}}},
+	} {
+		got := maps.Clone(core[name])
+		if !strings.HasPrefix(fmt.Sprint(got["description"]), strings.TrimPrefix(name[strings.LastIndex(name, "."):], ".")+" ") {
+			t.Errorf("%s: description %q", name, got["description"])
+		}
+		delete(got, "description")
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	crds := openAPIComponents(t, s, "apis/apiextensions.k8s.io/v1")
+	const crdStatus = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus"
+	if d, _ := prop(crds, crdStatus, "storedVersions")["description"].(string); !strings.HasPrefix(d, "storedVersions lists all versions") || crds[crdStatus]["required"] != nil {
+		t.Errorf("%s: %v", crdStatus, crds[crdStatus])
+	}
+	widgets := openAPIComponents(t, s, "apis/example.com/v1")
+	if d := prop(widgets, "com.example.v1.Widget", "metadata")["description"]; d != (metav1.PartialObjectMetadata{}).SwaggerDoc()["metadata"] {
+		t.Errorf("Widget.metadata: description %q", d)
+	}
+}
+
+// TestOpenAPISchemaNames checks that the schemas of the built-in kinds'
+// types are named as kube-apiserver names them (their generated
+// OpenAPIModelName methods).
+func TestOpenAPISchemaNames(t *testing.T) {
+	seen := map[reflect.Type]bool{}
+	var walk func(t reflect.Type)
+	walk = func(typ reflect.Type) {
+		for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice || typ.Kind() == reflect.Map {
+			typ = typ.Elem()
+		}
+		if typ.Kind() != reflect.Struct || seen[typ] {
+			return
+		}
+		seen[typ] = true
+		if m, ok := reflect.Zero(typ).Interface().(interface{ OpenAPIModelName() string }); ok && m.OpenAPIModelName() != schemaName(typ) {
+			t.Errorf("%v: schema %s, kube-apiserver's %s", typ, schemaName(typ), m.OpenAPIModelName())
+		}
+		for i := range typ.NumField() {
+			walk(typ.Field(i).Type)
+		}
+	}
+	for _, res := range resource.Builtins() {
+		walk(reflect.TypeOf(res.StrategicMergeType))
+	}
+	if len(seen) < 300 {
+		t.Errorf("only %d types", len(seen))
+	}
+}
+
+// TestOpenAPIV2 checks /openapi/v2: a Swagger 2.0 document of all group
+// versions whose references resolve, with the v3 documents' descriptions
+// and kinds, in JSON and in the protobuf form client-go reads (and kubectl
+// parses into its models), with an ETag; other media types are refused.
+func TestOpenAPIV2(t *testing.T) {
+	s, reg := openAPITestServer(t)
+	w := openAPIGet(t, s, "/openapi/v2", "Accept", "application/json")
+	if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("/openapi/v2: %d %v", w.Code, w.Header())
+	}
+	var doc struct {
+		Swagger     string
+		Info        struct{ Title, Version string }
+		Paths       map[string]map[string]any
+		Definitions map[string]map[string]any
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Swagger != "2.0" || doc.Info.Title != "Kubernetes" || len(doc.Paths) == 0 {
+		t.Fatalf("swagger %q, info %v, %d paths", doc.Swagger, doc.Info, len(doc.Paths))
+	}
+	// Every reference resolves; no v3 construct is left.
+	refs := 0
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				if ref, ok := e.(string); ok && k == "$ref" {
+					refs++
+					if name, ok := strings.CutPrefix(ref, "#/definitions/"); !ok || doc.Definitions[name] == nil {
+						t.Errorf("unresolved reference %s", ref)
+					}
+				}
+				if k == "requestBody" || k == "content" || k == "oneOf" {
+					t.Errorf("v3 construct %s: %v", k, v)
+				}
+				if props, ok := e.(map[string]any); ok && k == "properties" {
+					for _, p := range props { // named like anything
+						walk(p)
+					}
+					continue
+				}
+				walk(e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	var raw any
+	if err := json.Unmarshal(w.Body.Bytes(), &raw); err != nil {
+		t.Fatal(err)
+	}
+	walk(raw)
+	if refs < 1000 {
+		t.Errorf("only %d references", refs)
+	}
+	strategy, _ := doc.Definitions["io.k8s.api.apps.v1.DeploymentSpec"]["properties"].(map[string]any)["strategy"].(map[string]any)
+	if want := map[string]any{"$ref": "#/definitions/io.k8s.api.apps.v1.DeploymentStrategy", "x-kubernetes-patch-strategy": "retainKeys",
+		"description": appsv1.DeploymentSpec{}.SwaggerDoc()["strategy"]}; !reflect.DeepEqual(strategy, want) {
+		t.Errorf("DeploymentSpec.strategy = %v, want %v", strategy, want)
+	}
+	if d := doc.Definitions["io.k8s.api.apps.v1.DeploymentStrategy"]["description"]; d != (appsv1.DeploymentStrategy{}).SwaggerDoc()[""] {
+		t.Errorf("DeploymentStrategy: description %q", d)
+	}
+	if q := doc.Definitions["io.k8s.apimachinery.pkg.api.resource.Quantity"]; q["type"] != "string" {
+		t.Errorf("Quantity = %v", q)
+	}
+	for _, res := range reg.All() {
+		want := map[string]any{"group": res.Group, "version": res.Version, "kind": res.Kind}
+		if !slices.ContainsFunc(slices.Collect(maps.Values(doc.Definitions)), func(d map[string]any) bool {
+			gvks, _ := d["x-kubernetes-group-version-kind"].([]any)
+			return slices.ContainsFunc(gvks, func(g any) bool { return reflect.DeepEqual(g, want) })
+		}) {
+			t.Errorf("no definition of %v", want)
+		}
+	}
+	if gvks, _ := doc.Definitions["io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent"]["x-kubernetes-group-version-kind"].([]any); len(gvks) != len(reg.Groups())+1 {
+		t.Errorf("WatchEvent's kinds: %v", gvks)
+	}
+	patch, _ := doc.Paths["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"].(map[string]any)
+	if body, _ := patch["parameters"].([]any)[0].(map[string]any); body["in"] != "body" || !slices.Contains(patch["consumes"].([]any), any(strategicPatchType)) {
+		t.Errorf("PATCH of deployments: %v", patch)
+	}
+
+	etag := w.Header().Get("Etag")
+	if w := openAPIGet(t, s, "/openapi/v2", "If-None-Match", etag); w.Code != http.StatusNotModified {
+		t.Errorf("If-None-Match: %d", w.Code)
+	}
+	pb := openAPIGet(t, s, "/openapi/v2", "Accept", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf")
+	if pb.Code != http.StatusOK || pb.Header().Get("Content-Type") != swaggerProtobufType || pb.Header().Get("Etag") != etag {
+		t.Fatalf("protobuf: %d %v", pb.Code, pb.Header())
+	}
+	var parsed openapi_v2.Document
+	if err := proto.Unmarshal(pb.Body.Bytes(), &parsed); err != nil {
+		t.Fatal(err)
+	}
+	models, err := kubeproto.NewOpenAPIData(&parsed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind, _ := models.LookupModel("io.k8s.api.apps.v1.DeploymentStrategy").(*kubeproto.Kind)
+	if kind == nil || kind.GetDescription() != (appsv1.DeploymentStrategy{}).SwaggerDoc()[""] || kind.Fields["rollingUpdate"] == nil {
+		t.Errorf("DeploymentStrategy model: %v", kind)
+	}
+	if w := openAPIGet(t, s, "/openapi/v2", "Accept", "text/plain"); w.Code != http.StatusNotAcceptable {
+		t.Errorf("text/plain: %d", w.Code)
 	}
 }
