@@ -28,9 +28,8 @@ import (
 // their types' required fields; the others' are those not omitempty, as
 // kube-openapi's generator has them unless the comments' +optional or
 // +required markers say otherwise (36 of the 409 types served differ from
-// kube-apiserver 1.37's).
-// Enums, defaults and list types, which only the markers give, are not
-// known.
+// kube-apiserver 1.37's). Enums, defaults and list types, which only the
+// markers give, are not known.
 
 // schemaGen reflects Go types into OpenAPI v3 schemas, one component per
 // struct type.
@@ -118,10 +117,9 @@ func (sg *schemaGen) schema(t reflect.Type) map[string]any {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t.Kind() == reflect.Struct {
-		return map[string]any{"$ref": schemaPrefix + sg.ref(t)}
-	}
 	switch t.Kind() {
+	case reflect.Struct:
+		return map[string]any{"$ref": schemaPrefix + sg.ref(t)}
 	case reflect.Bool:
 		return map[string]any{"type": "boolean"}
 	case reflect.Int, reflect.Int64, reflect.Uint, reflect.Uint64:

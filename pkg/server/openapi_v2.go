@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -89,7 +90,7 @@ func mergeGVKs(prev, def map[string]any) map[string]any {
 	prevGVKs, _ := prev[key].([]any)
 	gvks, _ := def[key].([]any)
 	for _, gvk := range prevGVKs {
-		if !slices.ContainsFunc(gvks, func(g any) bool { return fmt.Sprint(g) == fmt.Sprint(gvk) }) {
+		if !slices.ContainsFunc(gvks, func(g any) bool { return reflect.DeepEqual(g, gvk) }) {
 			gvks = append(gvks, gvk)
 		}
 	}
