@@ -79,6 +79,8 @@ type Config struct {
 	// documents), applied at start through the API; Start returns once
 	// they are served (optional).
 	ResourcesFile string
+	// CustomResourceDefinitions are applied at start as ResourcesFile's.
+	CustomResourceDefinitions []*unstructured.Unstructured
 	// WatchCache puts a watch cache in front of etcd for every resource
 	// (--watch-cache); WatchCacheSizes overrides it per resource
 	// ("pods" or "widgets.example.com" → history capacity; 0 turns the
@@ -185,11 +187,13 @@ func Start(cfg Config) (_ *App, err error) {
 			a.Close()
 		}
 	}()
-	var crdFile []*unstructured.Unstructured
+	definitions := cfg.CustomResourceDefinitions
 	if cfg.ResourcesFile != "" {
-		if crdFile, err = readCRDFile(cfg.ResourcesFile); err != nil {
+		fromFile, err := readCRDFile(cfg.ResourcesFile)
+		if err != nil {
 			return nil, fmt.Errorf("--resources: %w", err)
 		}
+		definitions = append(fromFile, definitions...)
 	}
 	registry, err := resource.NewRegistry(resource.Builtins()...)
 	if err != nil {
@@ -289,7 +293,7 @@ func Start(cfg Config) (_ *App, err error) {
 	if a.Kubeconfig, err = writeKubeconfig(cfg, a.PKI, a.URL, a.ClientCAs, cfg.Log); err != nil {
 		return nil, err
 	}
-	if err = a.applyCRDs(ctx, crdFile); err != nil {
+	if err = a.applyCRDs(ctx, definitions, cfg.TLSCertFile); err != nil {
 		return nil, fmt.Errorf("--resources: %w", err)
 	}
 	return a, nil

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,7 +37,14 @@ func readCRDFile(path string) ([]*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	defer f.Close()
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	return ReadCRDs(f, path)
+}
+
+// ReadCRDs reads CustomResourceDefinitions from YAML or JSON documents;
+// name names the input in errors.
+func ReadCRDs(r io.Reader, name string) ([]*unstructured.Unstructured, error) {
+	path := name
+	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
 	var out []*unstructured.Unstructured
 	for {
 		var obj map[string]any
@@ -56,11 +65,19 @@ func readCRDFile(path string) ([]*unstructured.Unstructured, error) {
 }
 
 // applyCRDs creates or updates definitions through the server's API, as
-// the administrator, and waits until each is established.
-func (a *App) applyCRDs(ctx context.Context, defs []*unstructured.Unstructured) error {
+// the administrator, and waits until each is established. servingCert,
+// if not empty, is the serving certificate file (not signed
+// by the generated CA, so not in the kubeconfig): the client trusts it.
+func (a *App) applyCRDs(ctx context.Context, defs []*unstructured.Unstructured, servingCert string) error {
+	if len(defs) == 0 {
+		return nil
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", a.Kubeconfig)
 	if err != nil {
 		return err
+	}
+	if servingCert != "" {
+		cfg.TLSClientConfig.CAFile, cfg.TLSClientConfig.CAData = servingCert, nil
 	}
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -84,17 +101,26 @@ func (a *App) applyCRDs(ctx context.Context, defs []*unstructured.Unstructured) 
 			return fmt.Errorf("custom resource definition %s: %w", def.GetName(), err)
 		}
 	}
+	// Reads at any resourceVersion: served from the watch cache without
+	// waiting for it to be fresh; the conditions come soon after.
+	pending := map[string]bool{}
 	for _, def := range defs {
-		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, crdEstablishTimeout, true, func(ctx context.Context) (bool, error) {
-			cur, err := crds.Get(ctx, def.GetName(), metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			return established(cur) == "True", nil
-		})
+		pending[def.GetName()] = true
+	}
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, crdEstablishTimeout, true, func(ctx context.Context) (bool, error) {
+		list, err := crds.List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
-			return fmt.Errorf("custom resource definition %s is not established: %w", def.GetName(), err)
+			return false, err
 		}
+		for _, cur := range list.Items {
+			if established(&cur) == "True" {
+				delete(pending, cur.GetName())
+			}
+		}
+		return len(pending) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("custom resource definitions %v are not established: %w", slices.Sorted(maps.Keys(pending)), err)
 	}
 	return nil
 }

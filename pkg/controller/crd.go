@@ -97,7 +97,8 @@ func (c *CRDs) Start(ctx context.Context) {
 
 // sync serves definition name as it is now.
 func (c *CRDs) sync(ctx context.Context, name string) (result, error) {
-	obj, err := c.Registry.Store(c.crds).Get(ctx, name, storage.GetOptions{})
+	// The cache holds at least the state whose event queued name.
+	obj, err := c.Registry.Store(c.crds).Get(ctx, name, storage.GetOptions{ResourceVersion: "0"})
 	if storage.CodeOf(err) == storage.ErrNotFound {
 		c.unserve(name)
 		return result{}, nil
