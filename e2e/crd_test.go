@@ -101,7 +101,7 @@ spec:
             type: object
             required: [size]
             properties:
-              color: {type: string, default: blue, enum: [blue, red]}
+              color: {type: string, default: blue, enum: [blue, red], description: The color of the thing.}
               size: {type: integer, minimum: 1}
               name: {type: string, maxLength: 5}
               free:
@@ -121,6 +121,11 @@ func TestCustomResourceSchema(t *testing.T) {
 		out, _, _ := k.run("get", "crd", "things.example.net", "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
 		return out == "True"
 	})
+
+	// kubectl explain reads the schema from OpenAPI.
+	if out := k.must("explain", "things.spec.color"); !strings.Contains(out, "The color of the thing.") || !strings.Contains(out, "FIELD: color <string>") {
+		t.Errorf("explain things.spec.color printed:\n%s", out)
+	}
 
 	thing := `{"apiVersion":"example.net/v1","kind":"Thing","metadata":{"name":"%s"},"spec":{"size":2,"unknown":1,"free":{"anything":{"goes":true}}}}`
 	msg := k.fail("create", "-f", k.file("strict.yaml", fmt.Sprintf(thing, "strict")))

@@ -205,9 +205,33 @@ func kindSchemas(sg *schemaGen, res *resource.Resource) (object, list string) {
 	sg.schemas[object] = map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true,
 		"description": res.Kind + " is a custom resource; its objects are not checked beyond their metadata.",
 		"properties":  objectProps, "x-kubernetes-group-version-kind": gvk(res.Kind)}
+	if res.CustomSchema != nil {
+		sg.schemas[object] = customObjectSchema(res, objectProps)
+		sg.schemas[object]["x-kubernetes-group-version-kind"] = gvk(res.Kind)
+	}
 	sg.schemas[list] = map[string]any{"type": "object", "required": []string{"items"}, "properties": listProps,
 		"x-kubernetes-group-version-kind": gvk(res.ListKind())}
 	return object, list
+}
+
+// customObjectSchema is a custom resource's schema as its definition gives
+// it, with apiVersion, kind and metadata (from meta) where the definition
+// leaves them out, as kube-apiserver publishes it.
+func customObjectSchema(res *resource.Resource, meta map[string]any) map[string]any {
+	data, _ := json.Marshal(res.CustomSchema.OpenAPI)
+	var schema map[string]any
+	json.Unmarshal(data, &schema)
+	props, _ := schema["properties"].(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+		schema["properties"] = props
+	}
+	for name, prop := range meta {
+		if _, ok := props[name]; !ok || name == "metadata" {
+			props[name] = prop
+		}
+	}
+	return schema
 }
 
 var (
