@@ -152,3 +152,49 @@ func TestCustomResourceSchema(t *testing.T) {
 		t.Errorf("object without a required field: %s", msg)
 	}
 }
+
+// toolsCRD serves tools.example.org in two versions, v1beta1 deprecated,
+// stored as v1.
+const toolsCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: tools.example.org}
+spec:
+  group: example.org
+  scope: Namespaced
+  names: {plural: tools, kind: Tool}
+  versions:
+  - name: v1beta1
+    served: true
+    storage: false
+    deprecated: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+
+// TestCustomResourceVersions, through kubectl: an object written in one
+// version is read in both (conversion None: only apiVersion differs), the
+// preferred version is v1, and the deprecated version warns.
+func TestCustomResourceVersions(t *testing.T) {
+	k := newKubectl(t, "crdversions")
+	k.must("apply", "-f", k.file("crd.yaml", toolsCRD))
+	t.Cleanup(func() { k.run("delete", "crd", "tools.example.org", "--wait=false") })
+	waitFor(t, "the CRD to be established", func() bool {
+		out, _, _ := k.run("get", "crd", "tools.example.org", "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+		return out == "True"
+	})
+	_, errOut, err := k.run("create", "-f", k.file("tool.yaml", `{"apiVersion":"example.org/v1beta1","kind":"Tool","metadata":{"name":"t1"},"spec":{"a":1}}`))
+	if err != nil || !strings.Contains(errOut, "Warning: example.org/v1beta1 Tool is deprecated; use example.org/v1 Tool") {
+		t.Fatalf("create in the deprecated version: %v\n%s", err, errOut)
+	}
+	for resource, want := range map[string]string{"tools": "example.org/v1", "tools.v1.example.org": "example.org/v1", "tools.v1beta1.example.org": "example.org/v1beta1"} {
+		if out := k.must("get", resource, "t1", "-o", "jsonpath={.apiVersion} {.spec.a}"); out != want+" 1" {
+			t.Errorf("get %s t1: %q, want %q", resource, out, want+" 1")
+		}
+	}
+	if out := k.must("get", "crd", "tools.example.org", "-o", "jsonpath={.status.storedVersions}"); out != `["v1"]` {
+		t.Errorf("storedVersions %s", out)
+	}
+}

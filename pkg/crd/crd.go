@@ -12,6 +12,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/crdschema"
 	"github.com/watchcache/watchcache/pkg/resource"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/version"
 )
 
 // Resources returns the resources crd serves, the storage version first.
@@ -34,6 +35,9 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*resource.Resou
 			ShortNames: names.ShortNames, Categories: names.Categories,
 			Namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
 			Generation: true, Definition: crd.Name, PrinterColumns: v.AdditionalPrinterColumns, NotServed: !v.Served,
+		}
+		if v.Deprecated {
+			r.DeprecationWarning = deprecationWarning(crd, v, names.Kind)
 		}
 		for _, f := range v.SelectableFields {
 			r.SelectableFields = append(r.SelectableFields, strings.TrimPrefix(f.JSONPath, "."))
@@ -73,4 +77,24 @@ func StorageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
 		}
 	}
 	return ""
+}
+
+// deprecationWarning is the warning of a deprecated version: its own, or
+// kube-apiserver's, naming the version of highest priority that is served
+// and not deprecated.
+func deprecationWarning(def *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion, kind string) string {
+	if v.DeprecationWarning != nil {
+		return *v.DeprecationWarning
+	}
+	msg := fmt.Sprintf("%s/%s %s is deprecated", def.Spec.Group, v.Name, kind)
+	var preferred string
+	for _, other := range def.Spec.Versions {
+		if other.Served && !other.Deprecated && (preferred == "" || version.CompareKubeAwareVersionStrings(other.Name, preferred) > 0) {
+			preferred = other.Name
+		}
+	}
+	if preferred != "" {
+		msg += fmt.Sprintf("; use %s/%s %s", def.Spec.Group, preferred, kind)
+	}
+	return msg
 }

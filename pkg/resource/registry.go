@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/watchcache/watchcache/pkg/storage"
+	"k8s.io/apimachinery/pkg/version"
 )
 
 // Registry is the set of served resources, each with its store. Built-in
@@ -211,7 +212,9 @@ func (reg *Registry) InGroupVersion(groupVersion string) []*Resource {
 	return out
 }
 
-// Groups lists the non-core groups with their versions, sorted.
+// Groups lists the non-core groups with their versions, by Kubernetes
+// version priority (v1 before v1beta1 before v1alpha1): the first is the
+// group's preferred version.
 func (reg *Registry) Groups() map[string][]string {
 	out := map[string][]string{}
 	seen := map[string]bool{}
@@ -223,7 +226,7 @@ func (reg *Registry) Groups() map[string][]string {
 		out[r.Group] = append(out[r.Group], r.Version)
 	}
 	for _, vs := range out {
-		sort.Strings(vs)
+		sort.Slice(vs, func(i, j int) bool { return version.CompareKubeAwareVersionStrings(vs[i], vs[j]) > 0 })
 	}
 	return out
 }

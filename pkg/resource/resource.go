@@ -80,6 +80,9 @@ type Resource struct {
 	// CustomSchema is a custom resource's schema (nil: any object): its objects
 	// are pruned, defaulted and validated by it.
 	CustomSchema *crdschema.Schema `json:"-"`
+	// DeprecationWarning, if set, is sent as a Warning with every response
+	// about the resource (a deprecated version of a custom resource).
+	DeprecationWarning string `json:"-"`
 	// PrinterColumns are a custom resource's additional printer columns.
 	PrinterColumns []apiextensionsv1.CustomResourceColumnDefinition `json:"-"`
 

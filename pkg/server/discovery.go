@@ -87,9 +87,9 @@ func (s *Server) apiGroup(name string, versions []string, r *http.Request) metav
 	for _, v := range versions {
 		g.Versions = append(g.Versions, metav1.GroupVersionForDiscovery{GroupVersion: name + "/" + v, Version: v})
 	}
-	// The preferred version is the newest by Kubernetes version ordering;
-	// with one version per group in practice, the last sorted one.
-	g.PreferredVersion = g.Versions[len(g.Versions)-1]
+	// The versions come by Kubernetes version priority: the first is
+	// preferred.
+	g.PreferredVersion = g.Versions[0]
 	return g
 }
 

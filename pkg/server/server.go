@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -151,6 +152,9 @@ func isDiscoveryPath(path string) bool {
 }
 
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *request) {
+	if msg := req.res.DeprecationWarning; msg != "" {
+		w.Header().Add("Warning", fmt.Sprintf("299 - %q", msg))
+	}
 	if aerr := parseDryRun(r, req); aerr != nil {
 		writeError(w, aerr, req.res, req.name)
 		return
