@@ -198,3 +198,67 @@ func TestCustomResourceVersions(t *testing.T) {
 		t.Errorf("storedVersions %s", out)
 	}
 }
+
+// limitsCRD has CEL validation rules; the messages the test expects were
+// recorded from kube-apiserver 1.37.
+const limitsCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: limits.example.net}
+spec:
+  group: example.net
+  scope: Namespaced
+  names: {plural: limits, kind: Limit}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - {rule: "self.min <= self.max", message: "min must not exceed max"}
+            - {rule: "self.max <= 100", messageExpression: "'max is too large: at most 100'", fieldPath: .max, reason: FieldValueForbidden}
+            properties:
+              min: {type: integer}
+              max: {type: integer}
+              owner:
+                type: string
+                x-kubernetes-validations:
+                - {rule: "self == oldSelf", message: "owner is immutable"}
+`
+
+// TestCustomResourceValidationRules, through kubectl: x-kubernetes-validations
+// rules (messages, messageExpression, fieldPath, reason, transition rules
+// with oldSelf) hold on create and update; a rule that does not compile
+// makes the CRD invalid.
+func TestCustomResourceValidationRules(t *testing.T) {
+	k := newKubectl(t, "cel")
+	k.must("apply", "-f", k.file("crd.yaml", limitsCRD))
+	t.Cleanup(func() { k.run("delete", "crd", "limits.example.net", "--wait=false") })
+	waitFor(t, "the CRD to be established", func() bool {
+		out, _, _ := k.run("get", "crd", "limits.example.net", "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+		return out == "True"
+	})
+	limit := `{"apiVersion":"example.net/v1","kind":"Limit","metadata":{"name":"%s"},"spec":{"min":%d,"max":%d,"owner":"a"}}`
+	if msg := k.fail("create", "-f", k.file("l1.yaml", fmt.Sprintf(limit, "l1", 5, 200))); !strings.Contains(msg, `The Limit "l1" is invalid: spec.max: Forbidden: max is too large: at most 100`) {
+		t.Errorf("create breaking a rule: %s", msg)
+	}
+	if msg := k.fail("create", "-f", k.file("l3.yaml", fmt.Sprintf(limit, "l3", 5, 1))); !strings.Contains(msg, `spec: Invalid value: "object": min must not exceed max`) {
+		t.Errorf("create breaking a rule: %s", msg)
+	}
+	k.must("create", "-f", k.file("l2.yaml", fmt.Sprintf(limit, "l2", 1, 2)))
+	if msg := k.fail("patch", "limit", "l2", "--type=merge", "-p", `{"spec":{"owner":"b"}}`); !strings.Contains(msg, `The Limit "l2" is invalid: spec.owner: Invalid value: "b": owner is immutable`) {
+		t.Errorf("update breaking a transition rule: %s", msg)
+	}
+	k.must("patch", "limit", "l2", "--type=merge", "-p", `{"spec":{"max":3}}`)
+
+	broken := strings.NewReplacer("self.min <= self.max", "self.min <=", "limits.example.net", "brokens.example.net",
+		"plural: limits, kind: Limit", "plural: brokens, kind: Broken").Replace(limitsCRD)
+	if msg := k.fail("apply", "-f", k.file("broken.yaml", broken)); !strings.Contains(msg,
+		"spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value:") || !strings.Contains(msg, "compilation failed") {
+		t.Errorf("a CRD with a rule that does not compile: %s", msg)
+	}
+}

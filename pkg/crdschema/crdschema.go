@@ -32,6 +32,10 @@ type Schema struct {
 	// OpenAPI is the schema as OpenAPI, for validation and documents.
 	OpenAPI   *spec.Schema
 	validator *validate.SchemaValidator
+	// rules are the compiled x-kubernetes-validations (nil: none);
+	// ruleErrors those that did not compile, at paths in the schema.
+	rules      *celNode
+	ruleErrors field.ErrorList
 }
 
 // New converts a CRD version's schema.
@@ -45,7 +49,21 @@ func New(v1 *apiextensionsv1.JSONSchemaProps) (*Schema, error) {
 		return nil, err
 	}
 	openapi := s.ToKubeOpenAPI()
-	return &Schema{Structural: s, OpenAPI: openapi, validator: validate.NewSchemaValidator(openapi, nil, "", strfmt.Default)}, nil
+	rules, ruleErrors := compileRules(s, nil)
+	return &Schema{Structural: s, OpenAPI: openapi, validator: validate.NewSchemaValidator(openapi, nil, "", strfmt.Default),
+		rules: rules, ruleErrors: ruleErrors}, nil
+}
+
+// RuleErrors are the x-kubernetes-validations that do not compile, their
+// paths under root (the schema's own path in its definition).
+func (s *Schema) RuleErrors(root *field.Path) field.ErrorList {
+	var out field.ErrorList
+	for _, e := range s.ruleErrors {
+		moved := *e
+		moved.Field = root.String() + "." + e.Field
+		out = append(out, &moved)
+	}
+	return out
 }
 
 // Prune removes the fields obj has that the schema does not know (unless
@@ -105,15 +123,24 @@ func toInt64s(v any) any {
 	return v
 }
 
-// Validate checks obj against the schema; the errors are kube-apiserver's
-// (field path, reason, message) for each failing field.
-func (s *Schema) Validate(obj map[string]any) field.ErrorList {
+// Validate checks obj against the schema and its validation rules (old,
+// if not nil, is the object before an update, for transition rules); the
+// errors are kube-apiserver's (field path, reason, message) for each
+// failing field.
+func (s *Schema) Validate(obj, old map[string]any) field.ErrorList {
 	result := s.validator.Validate(obj)
 	var errs field.ErrorList
 	for _, err := range result.Errors {
 		errs = append(errs, toFieldErrors(err)...)
 	}
-	return errs
+	if len(errs) > 0 {
+		return errs // rules assume a well-typed object, as kube-apiserver's
+	}
+	var oldValue any
+	if old != nil {
+		oldValue = old
+	}
+	return s.rules.validate(nil, obj, oldValue, old != nil)
 }
 
 // toFieldErrors converts a kube-openapi validation error as

@@ -258,7 +258,7 @@ func encodeValid(res *resource.Resource, name string, obj, old map[string]any) (
 	var errs field.ErrorList
 	switch {
 	case res.CustomSchema != nil:
-		errs = res.CustomSchema.Validate(stored)
+		errs = res.CustomSchema.Validate(stored, old)
 	case old == nil:
 		errs = validation.Validate(res.Group, res.Kind, stored)
 	default:

@@ -67,6 +67,7 @@ func schemas(def *apiextensionsv1.CustomResourceDefinition) field.ErrorList {
 			continue
 		}
 		errs = append(errs, structuralschema.ValidateStructural(path, s.Structural)...)
+		errs = append(errs, s.RuleErrors(path)...)
 	}
 	return errs
 }
