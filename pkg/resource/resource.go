@@ -11,6 +11,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/crdschema"
 	"github.com/watchcache/watchcache/pkg/object"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Resource describes one served resource.
@@ -135,6 +136,11 @@ func (r *Resource) GroupVersion() string {
 		return r.Version
 	}
 	return r.Group + "/" + r.Version
+}
+
+// GroupVersionKind is the resource's kind in its version.
+func (r *Resource) GroupVersionKind() schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
 }
 
 // ListKind is the kind of the resource's lists.

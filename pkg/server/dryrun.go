@@ -3,11 +3,13 @@ package server
 import (
 	"net/http"
 
+	"github.com/watchcache/watchcache/pkg/apply"
 	"github.com/watchcache/watchcache/pkg/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -19,21 +21,38 @@ import (
 // answer as usual.
 
 // writeOptionsKinds name the options kind whose validation a write's
-// dryRun parameter fails, for the 422's details.
+// parameters fail, for the 422's details.
 var writeOptionsKinds = map[string]string{"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions"}
 
-// parseDryRun reads a create's, update's or patch's dryRun parameter
-// ("All" is the one value) into req.dryRun.
-func parseDryRun(r *http.Request, req *request) *apiError {
-	values := r.URL.Query()["dryRun"]
+// parseWriteOptions reads and checks a create's, update's or patch's
+// parameters as kube-apiserver validates its CreateOptions, UpdateOptions
+// and PatchOptions: dryRun ("All" is the one value) into req.dryRun,
+// fieldManager (required for an apply; else taken from the User-Agent)
+// into req.manager, force (for an apply only) into req.force.
+func parseWriteOptions(r *http.Request, req *request) *apiError {
 	kind, isWrite := writeOptionsKinds[req.verb]
-	if !isWrite || len(values) == 0 {
+	if !isWrite {
 		return nil
 	}
-	if errs := metav1validation.ValidateDryRun(field.NewPath("dryRun"), values); len(errs) > 0 {
+	q := r.URL.Query()
+	opts := metav1.PatchOptions{DryRun: q["dryRun"], FieldManager: q.Get("fieldManager")}
+	if f := q.Get("force"); f != "" {
+		force := f == "true"
+		opts.Force = &force
+	}
+	var errs field.ErrorList
+	if req.verb == "patch" {
+		errs = metav1validation.ValidatePatchOptions(&opts, types.PatchType(mediaType(r)))
+	} else {
+		errs = append(metav1validation.ValidateDryRun(field.NewPath("dryRun"), opts.DryRun),
+			metav1validation.ValidateFieldManager(opts.FieldManager, field.NewPath("fieldManager"))...)
+	}
+	if len(errs) > 0 {
 		return toAPIError(apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs), nil, "")
 	}
-	req.dryRun = true
+	req.dryRun = len(opts.DryRun) > 0
+	req.manager = apply.ManagerName(opts.FieldManager, r.UserAgent())
+	req.force = opts.Force != nil && *opts.Force
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/watchcache/watchcache/pkg/apply"
 	"github.com/watchcache/watchcache/pkg/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -53,6 +54,9 @@ type openAPIDocs struct {
 	gv    map[string]*openAPIDoc // "api/v1", "apis/example.com/v1" → document
 	// v2 makes the /openapi/v2 documents from the v3 ones when first asked.
 	v2 func() (*swaggerDocs, error)
+	// fields makes the field managers (managedFields, apply) from the v3
+	// documents' schemas when first asked.
+	fields func() (*apply.Managers, error)
 }
 
 func buildOpenAPI(reg *resource.Registry) *openAPIDocs {
@@ -75,6 +79,13 @@ func buildOpenAPI(reg *resource.Registry) *openAPIDocs {
 	}
 	docs.index = newOpenAPIDoc(map[string]any{"paths": index})
 	docs.v2 = sync.OnceValues(func() (*swaggerDocs, error) { return buildSwagger(docs.gv) })
+	docs.fields = sync.OnceValues(func() (*apply.Managers, error) {
+		var bodies [][]byte
+		for _, doc := range docs.gv {
+			bodies = append(bodies, doc.body)
+		}
+		return apply.New(bodies)
+	})
 	return docs
 }
 

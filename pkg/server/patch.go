@@ -26,7 +26,7 @@ func checkPatchType(mt string, res *resource.Resource) *apiError {
 	case mt == strategicPatchType && res.StrategicMergeType != nil:
 		return nil
 	}
-	supported := jsonPatchType + ", " + mergePatchType
+	supported := jsonPatchType + ", " + mergePatchType + ", " + applyPatchType
 	if res.StrategicMergeType != nil {
 		supported += ", " + strategicPatchType
 	}

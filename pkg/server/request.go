@@ -17,6 +17,13 @@ type request struct {
 	subresource string
 	// dryRun is set for writes with dryRun=All: nothing is written.
 	dryRun bool
+	// manager is a write's field manager (managedFields); force says an
+	// apply takes fields other managers own.
+	manager string
+	force   bool
+	// applied marks the write of an apply, whose fields the apply
+	// recorded.
+	applied bool
 }
 
 // key is the storage key of the named object.

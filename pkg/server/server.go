@@ -155,7 +155,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *requ
 	if msg := req.res.DeprecationWarning; msg != "" {
 		w.Header().Add("Warning", fmt.Sprintf("299 - %q", msg))
 	}
-	if aerr := parseDryRun(r, req); aerr != nil {
+	if aerr := parseWriteOptions(r, req); aerr != nil {
 		writeError(w, aerr, req.res, req.name)
 		return
 	}

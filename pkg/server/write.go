@@ -28,6 +28,13 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request, st
 		writeError(w, aerr, req.res, "")
 		return
 	}
+	s.createObject(w, r, req, store, body, mode)
+}
+
+// createObject creates the object of a create body (or of an apply that
+// found none) through the whole pipeline: metadata, defaults, strategy,
+// managedFields, validation, admission, storage.
+func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface, body []byte, mode fieldValidation) {
 	if req.res.Namespaced {
 		if err := s.requireNamespace(r.Context(), req, objectName(body)); err != nil {
 			writeError(w, err, s.namespaces, req.namespace)
@@ -48,6 +55,11 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request, st
 		defaults.Apply(req.res.Group, req.res.Kind, obj)
 		strategy.PrepareForCreate(req.res, obj)
 		defaults.ApplyOnCreate(req.res.Group, req.res.Kind, obj)
+		obj, err := s.trackUpdate(req, nil, obj)
+		if err != nil {
+			writeError(w, err, req.res, name)
+			return
+		}
 		data, err := encodeValid(req.res, name, obj, nil)
 		if err == nil {
 			err = s.admit(r.Context(), req, data)
@@ -153,6 +165,10 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *request, st
 
 func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
 	patchType := mediaType(r)
+	if patchType == applyPatchType {
+		s.serverSideApply(w, r, req, store)
+		return
+	}
 	if aerr := checkPatchType(patchType, req.res); aerr != nil {
 		writeError(w, aerr, req.res, req.name)
 		return
@@ -199,7 +215,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request, sto
 // object) into the bytes to store over cur: type and identity checked,
 // uid and creationTimestamp kept, and a resourceVersion in it, if any,
 // checked against cur's (optimistic concurrency, 409 on mismatch).
-func prepareUpdate(obj map[string]any, req *request, cur *object.Object) ([]byte, error) {
+func (s *Server) prepareUpdate(obj map[string]any, req *request, cur *object.Object) ([]byte, error) {
 	if aerr := checkTypeMeta(obj, req.res); aerr != nil {
 		return nil, aerr
 	}
@@ -222,12 +238,7 @@ func prepareUpdate(obj map[string]any, req *request, cur *object.Object) ([]byte
 	}
 	delete(meta, "resourceVersion")
 	defaults.Apply(req.res.Group, req.res.Kind, obj)
-	_, setsDeletion := meta["deletionTimestamp"]
-	_, setsGrace := meta["deletionGracePeriodSeconds"]
 	validated := req.subresource == "" && (validation.Has(req.res.Group, req.res.Kind) || req.res.CustomSchema != nil)
-	if !req.res.Status && !req.res.Generation && !setsDeletion && !setsGrace && !lifecycle.BeingDeleted(cur) && !validated {
-		return encodeObject(req.res, obj)
-	}
 	var old map[string]any
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &old); err != nil {
 		return nil, err
@@ -237,6 +248,10 @@ func prepareUpdate(obj map[string]any, req *request, cur *object.Object) ([]byte
 	defaults.Apply(req.res.Group, req.res.Kind, old)
 	strategy.PrepareForUpdate(req.res, req.subresource, obj, old)
 	strategy.KeepDeletion(obj, old)
+	obj, err := s.trackUpdate(req, old, obj)
+	if err != nil {
+		return nil, err
+	}
 	if !validated {
 		return encodeObject(req.res, obj)
 	}
@@ -289,7 +304,7 @@ func encodeObject(res *resource.Resource, obj map[string]any) ([]byte, error) {
 
 // prepareAdmittedUpdate is prepareUpdate followed by the write's admission.
 func (s *Server) prepareAdmittedUpdate(ctx context.Context, obj map[string]any, req *request, cur *object.Object) ([]byte, error) {
-	data, err := prepareUpdate(obj, req, cur)
+	data, err := s.prepareUpdate(obj, req, cur)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,74 @@
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
+)
+
+// TestServerSideApply, through kubectl and client-go: every write keeps
+// managedFields; an apply merges by field ownership, a second manager
+// changing a field gets a 409 naming it and its manager unless it forces;
+// a client-side apply followed by a server-side one hands the fields over
+// (kubectl migrates their ownership), so a field dropped from the
+// configuration goes.
+func TestServerSideApply(t *testing.T) {
+	k := newKubectl(t, "apply")
+	cm := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"},"data":{"a":"1","b":"2"}}`
+	k.must("apply", "--server-side", "-f", k.file("cm.yaml", cm))
+	if out := k.must("get", "cm", "settings", "-o", `jsonpath={.metadata.managedFields[*].manager}/{.metadata.managedFields[*].operation}`); out != "kubectl/Apply" {
+		t.Errorf("managedFields after an apply: %s", out)
+	}
+
+	other := strings.Replace(cm, `"a":"1","b":"2"`, `"a":"changed"`, 1)
+	msg := k.fail("apply", "--server-side", "--field-manager=other", "-f", k.file("other.yaml", other))
+	if !strings.Contains(msg, `conflict with "kubectl"`) || !strings.Contains(msg, ".data.a") {
+		t.Errorf("a conflicting apply: %s", msg)
+	}
+	k.must("apply", "--server-side", "--field-manager=other", "--force-conflicts", "-f", k.file("other.yaml", other))
+	if out := k.must("get", "cm", "settings", "-o", "jsonpath={.data.a} {.data.b}"); out != "changed 2" {
+		t.Errorf("after the forced apply: %q", out)
+	}
+	// kubectl's own apply drops a, which it no longer owns, and b: b goes.
+	k.must("apply", "--server-side", "-f", k.file("cm.yaml", strings.Replace(cm, `"a":"1","b":"2"`, `"c":"3"`, 1)))
+	if out := k.must("get", "cm", "settings", "-o", "jsonpath={.data}"); out != `{"a":"changed","c":"3"}` {
+		t.Errorf("after an apply dropping fields: %s", out)
+	}
+
+	// A create through kubectl is an Update by its manager.
+	k.must("create", "configmap", "created", "--from-literal=x=y")
+	if out := k.must("get", "cm", "created", "-o", `jsonpath={.metadata.managedFields[0].manager}/{.metadata.managedFields[0].operation}`); out != "kubectl-create/Update" {
+		t.Errorf("managedFields after kubectl create: %s", out)
+	}
+
+	// Client-side apply, then server-side: the fields change hands.
+	csa := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"migrated"},"data":{"a":"1","b":"2"}}`
+	k.must("apply", "-f", k.file("csa.yaml", csa))
+	k.must("apply", "--server-side", "-f", k.file("csa.yaml", strings.Replace(csa, `,"b":"2"`, "", 1)))
+	if out := k.must("get", "cm", "migrated", "-o", "jsonpath={.data}"); out != `{"a":"1"}` {
+		t.Errorf("after a client-side apply then a server-side one without b: %s", out)
+	}
+
+	// client-go's typed Apply creates, then updates.
+	cs := clientset(t, cgConfig(nil))
+	applied, err := cs.CoreV1().ConfigMaps(k.ns).Apply(cgContext(t), applycorev1.ConfigMap("typed", k.ns).WithData(map[string]string{"k": "v"}),
+		metav1.ApplyOptions{FieldManager: "typed-client"})
+	if err != nil || applied.Data["k"] != "v" || len(applied.ManagedFields) != 1 || applied.ManagedFields[0].Manager != "typed-client" {
+		t.Fatalf("client-go Apply: %+v, %v", applied, err)
+	}
+
+	// A custom resource is applied the same way.
+	k.must("apply", "--server-side", "-f", k.file("widget.yaml", `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"color":"red"}}`))
+	if out := k.must("get", "widgets", "w", "-o", "jsonpath={.spec.color} {.metadata.managedFields[0].operation}"); out != "red Apply" {
+		t.Errorf("applied widget: %s", out)
+	}
+
+	// An apply names its manager.
+	resp, body := htDo(t, "PATCH", "/api/v1/namespaces/"+k.ns+"/configmaps/settings", "application/apply-patch+yaml", []byte(cm))
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(body), "fieldManager: Required value") {
+		t.Errorf("an apply without fieldManager: %d %s", resp.StatusCode, body)
+	}
+}

@@ -1,0 +1,127 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/watchcache/watchcache/pkg/defaults"
+	"github.com/watchcache/watchcache/pkg/jsonmap"
+	"github.com/watchcache/watchcache/pkg/lifecycle"
+	"github.com/watchcache/watchcache/pkg/object"
+	"github.com/watchcache/watchcache/pkg/storage"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// applyPatchType is server-side apply's patch media type.
+const applyPatchType = "application/apply-patch+yaml"
+
+// fieldManager is the field manager of req's resource and subresource.
+func (s *Server) fieldManager(req *request) (*managedfields.FieldManager, error) {
+	managers, err := s.openapi.Load().fields()
+	if err != nil {
+		return nil, err
+	}
+	sub := req.subresource
+	if sub != "status" {
+		sub = "" // scale and finalize write the object's own fields
+	}
+	return managers.For(req.res, sub)
+}
+
+// trackUpdate records in obj's managedFields what a write other than an
+// apply (create, update, patch) changed of old (nil for a create), under
+// req.manager, as kube-apiserver does on every write (an apply records
+// its fields itself).
+func (s *Server) trackUpdate(req *request, old, obj map[string]any) (map[string]any, error) {
+	if req.applied {
+		return obj, nil
+	}
+	fm, err := s.fieldManager(req)
+	if err != nil {
+		return nil, err
+	}
+	live := &unstructured.Unstructured{Object: old}
+	if old == nil {
+		live = &unstructured.Unstructured{Object: map[string]any{}}
+		live.SetGroupVersionKind(req.res.GroupVersionKind())
+	}
+	out := fm.UpdateNoErrors(live, &unstructured.Unstructured{Object: obj}, req.manager)
+	return out.(*unstructured.Unstructured).Object, nil
+}
+
+// serverSideApply answers a PATCH of application/apply-patch+yaml: the
+// applied configuration is merged into the object by field ownership
+// (409 naming the fields and their managers when another manager owns a
+// field it changes, unless force), then written as any update; an object
+// that does not exist is created from it.
+func (s *Server) serverSideApply(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
+	body, aerr := readBody(r)
+	if aerr != nil {
+		writeError(w, aerr, req.res, req.name)
+		return
+	}
+	patchJSON, err := yaml.YAMLToJSON(body)
+	var patch map[string]any
+	if err == nil {
+		err = kjson.UnmarshalCaseSensitivePreserveInts(patchJSON, &patch)
+	}
+	if err != nil || patch == nil {
+		writeError(w, badRequest("the apply patch is not a YAML or JSON object: %v", err), req.res, req.name)
+		return
+	}
+	if aerr := checkTypeMeta(patch, req.res); aerr != nil {
+		writeError(w, aerr, req.res, req.name)
+		return
+	}
+	fm, err := s.fieldManager(req)
+	if err != nil {
+		writeError(w, err, req.res, req.name)
+		return
+	}
+	apply := func(live map[string]any) (map[string]any, error) {
+		out, err := fm.Apply(&unstructured.Unstructured{Object: live}, &unstructured.Unstructured{Object: jsonmap.DeepCopy(patch).(map[string]any)}, req.manager, req.force)
+		if err != nil {
+			return nil, err
+		}
+		return out.(*unstructured.Unstructured).Object, nil
+	}
+	applied := *req
+	applied.applied = true
+	updated, err := store.GuaranteedUpdate(r.Context(), req.key(), nil, func(cur *object.Object) ([]byte, error) {
+		var live map[string]any
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &live); err != nil {
+			return nil, err
+		}
+		defaults.Apply(req.res.Group, req.res.Kind, live)
+		obj, err := apply(live)
+		if err != nil {
+			return nil, err
+		}
+		return s.prepareAdmittedUpdate(r.Context(), obj, &applied, cur)
+	}, nil)
+	if storage.CodeOf(err) == storage.ErrNotFound && req.subresource == "" {
+		live := &unstructured.Unstructured{Object: map[string]any{}}
+		live.SetGroupVersionKind(req.res.GroupVersionKind())
+		obj, err := apply(live.Object)
+		if err != nil {
+			writeError(w, err, req.res, req.name)
+			return
+		}
+		data, _ := json.Marshal(obj)
+		applied.verb = "create"
+		s.createObject(w, r, &applied, store, data, validationIgnore)
+		return
+	}
+	if err == nil {
+		updated, err = lifecycle.FinishUpdate(r.Context(), req.res, store, updated)
+	}
+	if err != nil {
+		writeError(w, err, req.res, req.name)
+		return
+	}
+	s.written(r.Context(), req, updated)
+	writeRaw(w, http.StatusOK, updated.JSON())
+}
