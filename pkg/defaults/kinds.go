@@ -74,6 +74,17 @@ func rollingUpdate(strategy map[string]any) {
 	}
 }
 
+// webhook is an admission webhook of a webhook configuration.
+var webhook = []Rule{
+	{Path: "failurePolicy", Value: "Fail"},
+	{Path: "matchPolicy", Value: "Equivalent"},
+	{Path: "namespaceSelector", Value: map[string]any{}},
+	{Path: "objectSelector", Value: map[string]any{}},
+	{Path: "timeoutSeconds", Value: int64(10)},
+	{Path: "rules[].scope", Value: "*"},
+	{Path: "clientConfig.service.port", Value: int64(443)},
+}
+
 // kinds are the defaults applied on every write, by "group/Kind".
 var kinds = map[string][]Rule{
 	"/Pod":         pod,
@@ -165,6 +176,9 @@ var kinds = map[string][]Rule{
 		{Path: "spec.conversion.strategy", Value: "None"},
 		{Path: "spec.names", Fn: defaultCRDNames},
 	},
+	"admissionregistration.k8s.io/MutatingWebhookConfiguration": slices.Concat(under("webhooks[]", webhook),
+		[]Rule{{Path: "webhooks[].reinvocationPolicy", Value: "Never"}}),
+	"admissionregistration.k8s.io/ValidatingWebhookConfiguration": under("webhooks[]", webhook),
 	"storage.k8s.io/StorageClass": {
 		{Path: "reclaimPolicy", Value: "Delete"},
 		{Path: "volumeBindingMode", Value: "Immediate"},

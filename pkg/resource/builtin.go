@@ -1,6 +1,7 @@
 package resource
 
 import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -111,6 +112,10 @@ func Builtins() []*Resource {
 			Singular: "customresourcedefinition", ShortNames: []string{"crd", "crds"}, Categories: []string{"api-extensions"},
 			Status: true, Generation: true, DeleteFinalizer: "customresourcecleanup.apiextensions.k8s.io",
 			StrategicMergeType: apiextensionsv1.CustomResourceDefinition{}},
+		{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration", Plural: "mutatingwebhookconfigurations",
+			Categories: []string{"api-extensions"}, Generation: true, StrategicMergeType: admissionregistrationv1.MutatingWebhookConfiguration{}},
+		{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration", Plural: "validatingwebhookconfigurations",
+			Categories: []string{"api-extensions"}, Generation: true, StrategicMergeType: admissionregistrationv1.ValidatingWebhookConfiguration{}},
 		{Group: rbac, Version: "v1", Kind: "Role", Plural: "roles", Singular: "role", Namespaced: true,
 			StrategicMergeType: rbacv1.Role{}},
 		{Group: rbac, Version: "v1", Kind: "RoleBinding", Plural: "rolebindings", Singular: "rolebinding", Namespaced: true,

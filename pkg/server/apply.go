@@ -1,14 +1,18 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 
+	"github.com/watchcache/watchcache/pkg/admission"
+	"github.com/watchcache/watchcache/pkg/auth/user"
 	"github.com/watchcache/watchcache/pkg/defaults"
 	"github.com/watchcache/watchcache/pkg/jsonmap"
 	"github.com/watchcache/watchcache/pkg/lifecycle"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
+	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	kjson "sigs.k8s.io/json"
@@ -124,4 +128,32 @@ func (s *Server) serverSideApply(w http.ResponseWriter, r *http.Request, req *re
 	}
 	s.written(r.Context(), req, updated)
 	writeRaw(w, http.StatusOK, updated.JSON())
+}
+
+// Webhooks calls admission webhooks (package admission).
+type Webhooks interface {
+	Mutate(ctx context.Context, req *admission.Request) (map[string]any, error)
+	Validate(ctx context.Context, req *admission.Request) error
+}
+
+// webhookRequest is a write as the admission webhooks see it.
+func webhookRequest(ctx context.Context, req *request, op admissionv1.Operation, name string, obj, old map[string]any) *admission.Request {
+	return &admission.Request{Resource: req.res, Subresource: req.subresource, Operation: op, Namespace: req.namespace, Name: name,
+		Object: obj, OldObject: old, DryRun: req.dryRun, User: user.From(ctx)}
+}
+
+// mutate runs the mutating webhooks on a write's object.
+func (s *Server) mutate(ctx context.Context, req *request, op admissionv1.Operation, name string, obj, old map[string]any) (map[string]any, error) {
+	if s.webhooks == nil {
+		return obj, nil
+	}
+	return s.webhooks.Mutate(ctx, webhookRequest(ctx, req, op, name, obj, old))
+}
+
+// validateByWebhooks runs the validating webhooks on a write's object.
+func (s *Server) validateByWebhooks(ctx context.Context, req *request, op admissionv1.Operation, name string, obj, old map[string]any) error {
+	if s.webhooks == nil {
+		return nil
+	}
+	return s.webhooks.Validate(ctx, webhookRequest(ctx, req, op, name, obj, old))
 }

@@ -42,6 +42,10 @@ type Config struct {
 	// create, update or patch, with its final JSON; an error refuses the
 	// write (RBAC's escalation check). The requesting user is in ctx.
 	AdmitWrite func(ctx context.Context, res *resource.Resource, namespace string, obj []byte) error
+	// Webhooks, if not nil, are the admission webhooks: mutating ones are
+	// asked after defaulting, validating ones after validation, on
+	// creates and updates.
+	Webhooks Webhooks
 	// AfterWrite, if not nil, is called when a write has succeeded, before
 	// the response is written, with the write's resourceVersion: the RBAC
 	// authorizer waits there until it has the change, so that a binding
@@ -63,6 +67,7 @@ type Server struct {
 	openapi    atomic.Pointer[openAPIDocs]
 	actions    map[string]Action
 	admitWrite func(ctx context.Context, res *resource.Resource, namespace string, obj []byte) error
+	webhooks   Webhooks
 	afterWrite func(ctx context.Context, res *resource.Resource, rv uint64)
 }
 
@@ -77,6 +82,7 @@ func New(cfg Config) *Server {
 		mux:        http.NewServeMux(),
 		actions:    maps.Clone(cfg.Actions),
 		admitWrite: cfg.AdmitWrite,
+		webhooks:   cfg.Webhooks,
 		afterWrite: cfg.AfterWrite,
 	}
 	s.openapi.Store(buildOpenAPI(cfg.Registry))

@@ -13,6 +13,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/storage"
 	"github.com/watchcache/watchcache/pkg/strategy"
 	"github.com/watchcache/watchcache/pkg/validation"
+	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
@@ -56,11 +57,17 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req *reque
 		strategy.PrepareForCreate(req.res, obj)
 		defaults.ApplyOnCreate(req.res.Group, req.res.Kind, obj)
 		obj, err := s.trackUpdate(req, nil, obj)
+		if err == nil {
+			obj, err = s.mutate(r.Context(), req, admissionv1.Create, name, obj, nil)
+		}
 		if err != nil {
 			writeError(w, err, req.res, name)
 			return
 		}
 		data, err := encodeValid(req.res, name, obj, nil)
+		if err == nil {
+			err = s.validateByWebhooks(r.Context(), req, admissionv1.Create, name, obj, nil)
+		}
 		if err == nil {
 			err = s.admit(r.Context(), req, data)
 		}
@@ -215,7 +222,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request, sto
 // object) into the bytes to store over cur: type and identity checked,
 // uid and creationTimestamp kept, and a resourceVersion in it, if any,
 // checked against cur's (optimistic concurrency, 409 on mismatch).
-func (s *Server) prepareUpdate(obj map[string]any, req *request, cur *object.Object) ([]byte, error) {
+func (s *Server) prepareUpdate(ctx context.Context, obj map[string]any, req *request, cur *object.Object) ([]byte, error) {
 	if aerr := checkTypeMeta(obj, req.res); aerr != nil {
 		return nil, aerr
 	}
@@ -249,13 +256,22 @@ func (s *Server) prepareUpdate(obj map[string]any, req *request, cur *object.Obj
 	strategy.PrepareForUpdate(req.res, req.subresource, obj, old)
 	strategy.KeepDeletion(obj, old)
 	obj, err := s.trackUpdate(req, old, obj)
+	if err == nil {
+		obj, err = s.mutate(ctx, req, admissionv1.Update, req.name, obj, old)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if !validated {
-		return encodeObject(req.res, obj)
+	var data []byte
+	if validated {
+		data, err = encodeValid(req.res, req.name, obj, old)
+	} else {
+		data, err = encodeObject(req.res, obj)
 	}
-	return encodeValid(req.res, req.name, obj, old)
+	if err == nil {
+		err = s.validateByWebhooks(ctx, req, admissionv1.Update, req.name, obj, old)
+	}
+	return data, err
 }
 
 // encodeValid encodes obj (encodeObject) and checks it, as stored, as a
@@ -304,7 +320,7 @@ func encodeObject(res *resource.Resource, obj map[string]any) ([]byte, error) {
 
 // prepareAdmittedUpdate is prepareUpdate followed by the write's admission.
 func (s *Server) prepareAdmittedUpdate(ctx context.Context, obj map[string]any, req *request, cur *object.Object) ([]byte, error) {
-	data, err := s.prepareUpdate(obj, req, cur)
+	data, err := s.prepareUpdate(ctx, obj, req, cur)
 	if err != nil {
 		return nil, err
 	}

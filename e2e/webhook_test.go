@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"encoding/json"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestAdmissionWebhooks: a test serves a mutating and a validating
+// webhook over HTTPS; the server calls them on writes they select (rules,
+// object selector), applies the mutating one's JSON patch, honors the
+// validating one's refusal, and follows each webhook's failurePolicy when
+// it cannot be called.
+func TestAdmissionWebhooks(t *testing.T) {
+	ctx := cgContext(t)
+	ns := cgNamespace(t, cgDynamic(t), "webhooks")
+	var mu sync.Mutex
+	var calls []string
+	hooks := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var review admissionv1.AdmissionReview
+		json.NewDecoder(r.Body).Decode(&review)
+		req := review.Request
+		mu.Lock()
+		calls = append(calls, r.URL.Path+" "+string(req.Operation)+" "+req.Name+" "+req.UserInfo.Username)
+		mu.Unlock()
+		resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+		var cm corev1.ConfigMap
+		json.Unmarshal(req.Object.Raw, &cm)
+		switch r.URL.Path {
+		case "/mutate":
+			patch := `[{"op":"add","path":"/metadata/labels/mutated","value":"yes"}]`
+			pt := admissionv1.PatchTypeJSONPatch
+			resp.Patch, resp.PatchType = []byte(patch), &pt
+		case "/validate":
+			if _, bad := cm.Data["forbidden"]; bad {
+				resp.Allowed = false
+				resp.Result = &metav1.Status{Message: "forbidden is forbidden", Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden}
+			}
+		}
+		review.Response, review.Request = resp, nil
+		json.NewEncoder(w).Encode(&review)
+	}))
+	defer hooks.Close()
+	caBundle := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hooks.Certificate().Raw})
+	url := func(path string) *string { u := hooks.URL + path; return &u }
+	none := admissionregistrationv1.SideEffectClassNone
+	ignore, fail := admissionregistrationv1.Ignore, admissionregistrationv1.Fail
+	rules := []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{"CREATE", "UPDATE"},
+		Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}}}
+	selector := func(value string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{"webhook-test": value}}
+	}
+	cs := clientset(t, cgConfig(nil))
+	reg := cs.AdmissionregistrationV1()
+	mutating, err := reg.MutatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "mutate.example.com", Rules: rules, ObjectSelector: selector(ns),
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: url("/mutate"), CABundle: caBundle},
+			SideEffects:  &none, AdmissionReviewVersions: []string{"v1"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.MutatingWebhookConfigurations().Delete(ctx, mutating.Name, metav1.DeleteOptions{})
+	if mutating.Webhooks[0].TimeoutSeconds == nil || *mutating.Webhooks[0].TimeoutSeconds != 10 || *mutating.Webhooks[0].FailurePolicy != fail {
+		t.Errorf("webhook defaults: %+v", mutating.Webhooks[0])
+	}
+	validating, err := reg.ValidatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{
+			{Name: "validate.example.com", Rules: rules, ObjectSelector: selector(ns), SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+				ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: url("/validate"), CABundle: caBundle}},
+			{Name: "unreachable-ignored.example.com", Rules: rules, ObjectSelector: selector(ns), SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+				FailurePolicy: &ignore, ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: strPtr("https://127.0.0.1:1/x"), CABundle: caBundle}},
+			{Name: "unreachable.example.com", Rules: rules, ObjectSelector: selector(ns + "-failing"), SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+				FailurePolicy: &fail, ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: strPtr("https://127.0.0.1:1/x"), CABundle: caBundle}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.ValidatingWebhookConfigurations().Delete(ctx, validating.Name, metav1.DeleteOptions{})
+
+	cms := cs.CoreV1().ConfigMaps(ns)
+	labeled := func(name, value string, data map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"webhook-test": value}}, Data: data}
+	}
+	cm, err := cms.Create(ctx, labeled("selected", ns, map[string]string{"a": "b"}), metav1.CreateOptions{})
+	if err != nil || cm.Labels["mutated"] != "yes" {
+		t.Fatalf("create through the webhooks: %+v, %v", cm, err)
+	}
+	mu.Lock()
+	got := slices.Clone(calls)
+	mu.Unlock()
+	if len(got) != 2 || got[0] != "/mutate CREATE selected kubernetes-admin" || got[1] != "/validate CREATE selected kubernetes-admin" {
+		t.Errorf("webhook calls: %q", got)
+	}
+	_, err = cms.Create(ctx, labeled("refused", ns, map[string]string{"forbidden": "x"}), metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `admission webhook "validate.example.com" denied the request: forbidden is forbidden`) {
+		t.Errorf("a create the validating webhook refuses: %v", err)
+	}
+	cm.Data["forbidden"] = "x"
+	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("an update the validating webhook refuses: %v", err)
+	}
+	if _, err := cms.Create(ctx, labeled("unselected", "other", nil), metav1.CreateOptions{}); err != nil {
+		t.Errorf("a create no webhook selects: %v", err)
+	}
+	_, err = cms.Create(ctx, labeled("failing", ns+"-failing", nil), metav1.CreateOptions{})
+	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), `failed calling webhook "unreachable.example.com"`) {
+		t.Errorf("a create whose webhook (failurePolicy Fail) cannot be called: %v", err)
+	}
+	if _, err := cms.Get(ctx, "refused", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused object was stored: %v", err)
+	}
+}
+
+func strPtr(s string) *string { return &s }
