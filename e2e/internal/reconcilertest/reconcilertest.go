@@ -1,28 +1,37 @@
 // Package reconcilertest is a controller-runtime suite as controller
 // authors write them, run by tests against a control plane: a reconciler
 // on a custom resource (Backup) that keeps a ConfigMap and a Job owned by
-// each Backup, reports through /status, and holds a finalizer. It is run
-// both on package testenv and through controller-runtime's envtest with
-// USE_EXISTING_CLUSTER. Tests only.
+// each Backup, reports through /status, and holds a finalizer; and a
+// defaulting and a validating webhook for Backups, built with
+// controller-runtime's admission package and served by the test. It is
+// run both on package testenv and through controller-runtime's envtest
+// with USE_EXISTING_CLUSTER. Tests only.
 package reconcilertest
 
 import (
 	"context"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
 // CRD is the Backup custom resource's definition.
@@ -46,6 +55,7 @@ spec:
             type: object
             properties:
               schedule: {type: string, default: "@daily"}
+              retention: {type: string}
           status:
             type: object
             properties:
@@ -134,6 +144,14 @@ func Run(t *testing.T, cfg *rest.Config, ns string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	serveWebhooks(t, ctx, c, ns)
+	never := newBackup()
+	never.SetNamespace(ns)
+	never.SetName("never")
+	never.Object["spec"] = map[string]any{"schedule": "never"}
+	if err := c.Create(ctx, never); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `"never" is not a schedule`) {
+		t.Errorf("a backup the validating webhook refuses: %v", err)
+	}
 	b := newBackup()
 	b.SetNamespace(ns)
 	b.SetName("nightly")
@@ -150,7 +168,8 @@ func Run(t *testing.T, cfg *rest.Config, ns string) {
 			return false
 		}
 		phase, _, _ := unstructured.NestedString(got.Object, "status", "phase")
-		return phase == "Ready" && cm.Data["schedule"] == "@daily" && metav1.IsControlledBy(cm, got) && metav1.IsControlledBy(job, got) &&
+		retention, _, _ := unstructured.NestedString(got.Object, "spec", "retention")
+		return phase == "Ready" && retention == "7d" && cm.Data["schedule"] == "@daily" && metav1.IsControlledBy(cm, got) && metav1.IsControlledBy(job, got) &&
 			controllerutil.ContainsFinalizer(got, finalizer)
 	})
 	if err := c.Delete(ctx, b); err != nil {
@@ -172,5 +191,65 @@ func eventually(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// backupWebhook defaults a Backup's retention and refuses the schedule
+// "never", as the webhooks kubebuilder scaffolds.
+type backupWebhook struct{}
+
+func (backupWebhook) Default(_ context.Context, obj runtime.Object) error {
+	u := obj.(*unstructured.Unstructured)
+	if _, ok, _ := unstructured.NestedString(u.Object, "spec", "retention"); !ok {
+		return unstructured.SetNestedField(u.Object, "7d", "spec", "retention")
+	}
+	return nil
+}
+
+func (backupWebhook) ValidateCreate(_ context.Context, obj runtime.Object) (admission.Warnings, error) {
+	if schedule, _, _ := unstructured.NestedString(obj.(*unstructured.Unstructured).Object, "spec", "schedule"); schedule == "never" {
+		return nil, fmt.Errorf("%q is not a schedule", schedule)
+	}
+	return nil, nil
+}
+
+func (w backupWebhook) ValidateUpdate(ctx context.Context, _, obj runtime.Object) (admission.Warnings, error) {
+	return w.ValidateCreate(ctx, obj)
+}
+
+func (backupWebhook) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// serveWebhooks serves backupWebhook over HTTPS and installs its webhook
+// configurations for the Backups of namespace ns; both go when the test
+// ends.
+func serveWebhooks(t *testing.T, ctx context.Context, c client.Client, ns string) {
+	scheme := runtime.NewScheme()
+	mux := http.NewServeMux()
+	mux.Handle("/default", admission.WithCustomDefaulter(scheme, newBackup(), backupWebhook{}))
+	mux.Handle("/validate", admission.WithCustomValidator(scheme, newBackup(), backupWebhook{}))
+	srv := httptest.NewTLSServer(mux)
+	t.Cleanup(srv.Close)
+	caBundle := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	clientConfig := func(path string) admissionregistrationv1.WebhookClientConfig {
+		url := srv.URL + path
+		return admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle}
+	}
+	rules := []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{"CREATE", "UPDATE"},
+		Rule: admissionregistrationv1.Rule{APIGroups: []string{"example.io"}, APIVersions: []string{"v1"}, Resources: []string{"backups"}}}}
+	inNamespace := &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}
+	none := admissionregistrationv1.SideEffectClassNone
+	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{GenerateName: "backup-"},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "default.backups.example.io", ClientConfig: clientConfig("/default"),
+			Rules: rules, NamespaceSelector: inNamespace, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}}}}
+	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{GenerateName: "backup-"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "validate.backups.example.io", ClientConfig: clientConfig("/validate"),
+			Rules: rules, NamespaceSelector: inNamespace, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}}}}
+	for _, obj := range []client.Object{mutating, validating} {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Delete(context.Background(), obj) })
 	}
 }
