@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/benchdata"
+	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
 	"github.com/watchcache/watchcache/pkg/storage/etcd3"
 	"github.com/watchcache/watchcache/pkg/storage/storagetest"
@@ -198,4 +199,55 @@ func BenchmarkCacheInit(b *testing.B) {
 func fullGC() {
 	runtime.GC()
 	runtime.GC()
+}
+
+// benchWidgets is the number of custom resources BenchmarkCacheInitCustomResource caches.
+const benchWidgets = 20000
+
+// benchWidget returns custom resource i as the server stores it (about
+// 1 KB: metadata with managedFields, a spec of a few fields).
+func benchWidget(i int) []byte {
+	return fmt.Appendf(nil, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"creationTimestamp":"2026-11-25T05:00:00Z",`+
+		`"generation":1,"labels":{"app":"widget-%d","tier":"backend"},"managedFields":[{"apiVersion":"example.com/v1","fieldsType":"FieldsV1",`+
+		`"fieldsV1":{"f:metadata":{"f:labels":{".":{},"f:app":{},"f:tier":{}}},"f:spec":{".":{},"f:color":{},"f:size":{},"f:owner":{},"f:notes":{}}},`+
+		`"manager":"widget-controller","operation":"Apply","time":"2026-11-25T05:00:00Z"}],"name":"widget-%06d","namespace":"ns-%03d",`+
+		`"uid":"0b1c2d3e-4f50-6172-8394-a5b6c7d8e9%02d"},"spec":{"color":"%s","size":%d,"owner":"team-%d",`+
+		`"notes":"a widget of the benchmark, with a description long enough to be like the ones users write"}}`,
+		i%50, i, i%benchNamespaces, i%100, []string{"red", "green", "blue"}[i%3], i%10, i%20)
+}
+
+// BenchmarkCacheInitCustomResource: the heap the cache holds per custom
+// resource (after GC) against the objects' JSON size.
+func BenchmarkCacheInitCustomResource(b *testing.B) {
+	ctx := context.Background()
+	schema := object.MustSchema("spec.color")
+	store := etcd3.New(etcd3.Config{Client: storagetest.Client(), Prefix: "/bench/example.com/widgets", Schema: schema})
+	jsonBytes := 0
+	for i := range benchWidgets {
+		data := benchWidget(i)
+		jsonBytes += len(data)
+		key := fmt.Sprintf("ns-%03d/widget-%06d", i%benchNamespaces, i)
+		if _, err := store.Create(ctx, key, data); err != nil && storage.CodeOf(err) != storage.ErrAlreadyExists {
+			b.Fatal(err)
+		}
+	}
+	var heapPerObject float64
+	for b.Loop() {
+		c := New(Config{Store: store, Resource: "widgets.example.com", IndexedFields: []string{"spec.color"}})
+		for !c.Ready() {
+			time.Sleep(time.Millisecond)
+		}
+		b.StopTimer()
+		var with, without runtime.MemStats
+		fullGC()
+		runtime.ReadMemStats(&with)
+		c.Stop()
+		fullGC()
+		runtime.ReadMemStats(&without)
+		heapPerObject = (float64(with.HeapAlloc) - float64(without.HeapAlloc)) / benchWidgets
+		b.StartTimer()
+	}
+	b.ReportMetric(heapPerObject, "heap-B/object")
+	b.ReportMetric(float64(jsonBytes)/benchWidgets, "json-B/object")
+	b.ReportMetric(heapPerObject/(float64(jsonBytes)/benchWidgets), "heap/json")
 }
