@@ -8,9 +8,9 @@
 // webhooks may refuse. Configurations are read from the watch cache on
 // each write.
 //
-// Not here (said in the note): matchConditions, reinvocation,
-// matchPolicy Equivalent, webhooks on DELETE and CONNECT, and
-// ValidatingAdmissionPolicy / MutatingAdmissionPolicy.
+// ValidatingAdmissionPolicies are evaluated with them (policy.go). Not
+// here: matchConditions, reinvocation, matchPolicy Equivalent, webhooks on
+// DELETE and CONNECT, and MutatingAdmissionPolicies.
 package admission
 
 import (
@@ -60,8 +60,9 @@ type Request struct {
 type Webhooks struct {
 	Registry *resource.Registry
 
-	mu      sync.Mutex
-	clients map[string]*http.Client // by caBundle
+	mu       sync.Mutex
+	clients  map[string]*http.Client // by caBundle
+	policies policyCache
 }
 
 // defaultTimeout is a webhook's timeoutSeconds when it gives none.
@@ -99,9 +100,13 @@ func (w *Webhooks) Mutate(ctx context.Context, req *Request) (map[string]any, er
 	return obj, nil
 }
 
-// Validate calls the validating webhooks that match req (in kube-apiserver
-// at once; here in order) and returns the first refusal.
+// Validate evaluates the ValidatingAdmissionPolicies bound to req, then
+// calls the validating webhooks that match it (in kube-apiserver at once;
+// here in order), and returns the first refusal.
 func (w *Webhooks) Validate(ctx context.Context, req *Request) error {
+	if err := w.validatePolicies(ctx, req); err != nil {
+		return err
+	}
 	var configs []admissionregistrationv1.ValidatingWebhookConfiguration
 	if err := w.list(ctx, "validatingwebhookconfigurations", &configs, req); err != nil {
 		return err

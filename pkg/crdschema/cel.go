@@ -21,12 +21,19 @@ import (
 // libraries (quantity, URL, IP, CIDR, semver, authorizer) are not here,
 // and neither are its cost limits.
 
+// CELLibraries are the CEL libraries of every expression the server
+// evaluates (CRD validation rules, admission policies): cel-go's standard
+// library and its strings, lists, sets, math, regex and optional-types
+// extensions.
+func CELLibraries() []cel.EnvOption {
+	return []cel.EnvOption{cel.OptionalTypes(), ext.Strings(), ext.Lists(), ext.Sets(), ext.Math(), ext.Regex()}
+}
+
 // celEnv is the environment every rule is compiled in.
 var celEnv = func() *cel.Env {
-	env, err := cel.NewEnv(
+	env, err := cel.NewEnv(append(CELLibraries(),
 		cel.Variable("self", cel.DynType),
-		cel.Variable("oldSelf", cel.DynType),
-		cel.OptionalTypes(), ext.Strings(), ext.Lists(), ext.Sets(), ext.Math(), ext.Regex(),
+		cel.Variable("oldSelf", cel.DynType))...,
 	)
 	if err != nil {
 		panic(fmt.Sprintf("the CEL environment: %v", err)) // fixed options: a bug

@@ -85,6 +85,15 @@ var webhook = []Rule{
 	{Path: "clientConfig.service.port", Value: int64(443)},
 }
 
+// matchResources is what an admission policy or its binding matches.
+var matchResources = []Rule{
+	{Path: "matchPolicy", Value: "Equivalent"},
+	{Path: "namespaceSelector", Value: map[string]any{}},
+	{Path: "objectSelector", Value: map[string]any{}},
+	{Path: "resourceRules[].scope", Value: "*"},
+	{Path: "excludeResourceRules[].scope", Value: "*"},
+}
+
 // kinds are the defaults applied on every write, by "group/Kind".
 var kinds = map[string][]Rule{
 	"/Pod":         pod,
@@ -179,6 +188,9 @@ var kinds = map[string][]Rule{
 	"admissionregistration.k8s.io/MutatingWebhookConfiguration": slices.Concat(under("webhooks[]", webhook),
 		[]Rule{{Path: "webhooks[].reinvocationPolicy", Value: "Never"}}),
 	"admissionregistration.k8s.io/ValidatingWebhookConfiguration": under("webhooks[]", webhook),
+	"admissionregistration.k8s.io/ValidatingAdmissionPolicy": slices.Concat([]Rule{{Path: "spec.failurePolicy", Value: "Fail"}},
+		under("spec.matchConstraints", matchResources)),
+	"admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding": under("spec.matchResources", matchResources),
 	"storage.k8s.io/StorageClass": {
 		{Path: "reclaimPolicy", Value: "Delete"},
 		{Path: "volumeBindingMode", Value: "Immediate"},

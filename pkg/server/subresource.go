@@ -98,7 +98,10 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *reques
 			return nil, err
 		}
 		strategy.SetReplicas(obj, scale.Spec.Replicas)
-		return s.prepareAdmittedUpdate(r.Context(), obj, &request{verb: "update", res: req.res, namespace: req.namespace, name: req.name}, cur)
+		// The object's update, as an update of its scale subresource (which
+		// admission rules for the object alone do not select).
+		return s.prepareAdmittedUpdate(r.Context(), obj, &request{verb: "update", res: req.res, namespace: req.namespace, name: req.name,
+			subresource: "scale", dryRun: req.dryRun, manager: req.manager}, cur)
 	}, nil)
 	if err != nil {
 		writeError(w, err, req.res, req.name)

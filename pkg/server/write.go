@@ -245,7 +245,7 @@ func (s *Server) prepareUpdate(ctx context.Context, obj map[string]any, req *req
 	}
 	delete(meta, "resourceVersion")
 	defaults.Apply(req.res.Group, req.res.Kind, obj)
-	validated := req.subresource == "" && (validation.Has(req.res.Group, req.res.Kind) || req.res.CustomSchema != nil)
+	validated := (req.subresource == "" || req.subresource == "scale") && (validation.Has(req.res.Group, req.res.Kind) || req.res.CustomSchema != nil)
 	var old map[string]any
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &old); err != nil {
 		return nil, err
