@@ -262,3 +262,47 @@ func TestCustomResourceValidationRules(t *testing.T) {
 		t.Errorf("a CRD with a rule that does not compile: %s", msg)
 	}
 }
+
+// poolsCRD has status and scale subresources at paths of its own.
+const poolsCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: pools.example.net}
+spec:
+  group: example.net
+  scope: Namespaced
+  names: {plural: pools, kind: Pool}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+          status: {type: object, properties: {ready: {type: integer}, selector: {type: string}}}
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.size, statusReplicasPath: .status.ready, labelSelectorPath: .status.selector}
+`
+
+// TestCustomResourceScale, through kubectl: a custom resource's scale
+// subresource reads and writes the paths its definition gives.
+func TestCustomResourceScale(t *testing.T) {
+	k := newKubectl(t, "crscale")
+	k.must("apply", "-f", k.file("crd.yaml", poolsCRD))
+	t.Cleanup(func() { k.run("delete", "crd", "pools.example.net", "--wait=false") })
+	waitFor(t, "the CRD to be established", func() bool {
+		out, _, _ := k.run("get", "crd", "pools.example.net", "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+		return out == "True"
+	})
+	k.must("create", "-f", k.file("pool.yaml", `{"apiVersion":"example.net/v1","kind":"Pool","metadata":{"name":"p"},"spec":{"size":2}}`))
+	k.must("patch", "pool", "p", "--subresource=status", "--type=merge", "-p", `{"status":{"ready":2,"selector":"app=pool"}}`)
+	k.must("scale", "pool", "p", "--replicas=5")
+	if out := k.must("get", "pool", "p", "-o", "jsonpath={.spec.size} {.status.ready}"); out != "5 2" {
+		t.Errorf("after kubectl scale: %q", out)
+	}
+	if out := k.must("get", "--raw", "/apis/example.net/v1/namespaces/"+k.ns+"/pools/p/scale"); !strings.Contains(out, `"replicas":5`) || !strings.Contains(out, `"selector":"app=pool"`) {
+		t.Errorf("GET scale: %s", out)
+	}
+}

@@ -45,7 +45,14 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*resource.Resou
 		r.IndexedFields = r.SelectableFields // the watch cache indexes every selectable field
 		if sub := v.Subresources; sub != nil {
 			r.Status = sub.Status != nil
-			r.Scale = sub.Scale != nil
+			if sc := sub.Scale; sc != nil {
+				r.Scale = true
+				r.ScalePaths = &resource.ScalePaths{SpecReplicas: strings.TrimPrefix(sc.SpecReplicasPath, "."),
+					StatusReplicas: strings.TrimPrefix(sc.StatusReplicasPath, ".")}
+				if sc.LabelSelectorPath != nil {
+					r.ScalePaths.LabelSelector = strings.TrimPrefix(*sc.LabelSelectorPath, ".")
+				}
+			}
 		}
 		if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
 			s, err := crdschema.New(v.Schema.OpenAPIV3Schema)

@@ -51,6 +51,10 @@ type Resource struct {
 	// Scale says the kind has a scale subresource (autoscaling/v1 Scale
 	// over spec.replicas, status.replicas and spec.selector).
 	Scale bool `json:"-"`
+	// ScalePaths, for a custom resource with a scale subresource, are the
+	// dotted paths its definition gives (the built-in kinds use
+	// spec.replicas, status.replicas and spec.selector).
+	ScalePaths *ScalePaths `json:"-"`
 	// OrphanByDefault says a delete that names no propagation policy
 	// orphans the object's dependents, as kube-apiserver's strategy for
 	// core/v1 ReplicationControllers does for compatibility (other kinds
@@ -96,6 +100,11 @@ type Resource struct {
 	// need not contain a dot.
 	builtin bool
 }
+
+// ScalePaths are where a custom resource keeps what its Scale shows: the
+// desired and current replicas and, optionally, its pods' label selector
+// (a string).
+type ScalePaths struct{ SpecReplicas, StatusReplicas, LabelSelector string }
 
 // GroupResource names a resource by group and plural.
 type GroupResource struct{ Group, Plural string }

@@ -97,7 +97,7 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *reques
 		if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &obj); err != nil {
 			return nil, err
 		}
-		strategy.SetReplicas(obj, scale.Spec.Replicas)
+		strategy.SetReplicas(req.res, obj, scale.Spec.Replicas)
 		// The object's update, as an update of its scale subresource (which
 		// admission rules for the object alone do not select).
 		return s.prepareAdmittedUpdate(r.Context(), obj, &request{verb: "update", res: req.res, namespace: req.namespace, name: req.name,

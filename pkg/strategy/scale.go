@@ -3,11 +3,14 @@ package strategy
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
+	"github.com/watchcache/watchcache/pkg/jsonmap"
 	"github.com/watchcache/watchcache/pkg/resource"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	kjson "sigs.k8s.io/json"
 )
 
 // defaultReplicas is spec.replicas when absent, as the kinds with a scale
@@ -31,6 +34,9 @@ type scaled struct {
 // selector of a ReplicationController (core group) is a map of labels; the
 // apps kinds' is a LabelSelector.
 func ScaleOf(res *resource.Resource, objJSON []byte) (*autoscalingv1.Scale, error) {
+	if res.ScalePaths != nil {
+		return customScaleOf(res, objJSON)
+	}
 	var o scaled
 	if err := json.Unmarshal(objJSON, &o); err != nil {
 		return nil, fmt.Errorf("reading %s for its scale: %w", res.Kind, err)
@@ -74,13 +80,46 @@ func selectorString(res *resource.Resource, raw json.RawMessage) (string, error)
 	return sel.String(), nil
 }
 
-// SetReplicas sets obj's spec.replicas, as an update of the scale
-// subresource does; everything else stays.
-func SetReplicas(obj map[string]any, replicas int32) {
-	spec, ok := obj["spec"].(map[string]any)
-	if !ok {
-		spec = map[string]any{}
-		obj["spec"] = spec
+// customScaleOf is the Scale of a custom resource, from the paths of its
+// definition (absent replicas are 0, as kube-apiserver shows them).
+func customScaleOf(res *resource.Resource, objJSON []byte) (*autoscalingv1.Scale, error) {
+	var obj map[string]any
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(objJSON, &obj); err != nil {
+		return nil, fmt.Errorf("reading %s for its scale: %w", res.Kind, err)
 	}
-	spec["replicas"] = int64(replicas)
+	var meta metav1.ObjectMeta
+	data, _ := json.Marshal(obj["metadata"])
+	json.Unmarshal(data, &meta)
+	replicas := func(path string) int32 {
+		v, _ := lookup(obj, strings.Split(path, "."))
+		n, _ := v.(int64)
+		return int32(n)
+	}
+	scale := &autoscalingv1.Scale{
+		TypeMeta: metav1.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"},
+		ObjectMeta: metav1.ObjectMeta{Name: meta.Name, Namespace: meta.Namespace, UID: meta.UID,
+			ResourceVersion: meta.ResourceVersion, CreationTimestamp: meta.CreationTimestamp},
+		Spec:   autoscalingv1.ScaleSpec{Replicas: replicas(res.ScalePaths.SpecReplicas)},
+		Status: autoscalingv1.ScaleStatus{Replicas: replicas(res.ScalePaths.StatusReplicas)},
+	}
+	if p := res.ScalePaths.LabelSelector; p != "" {
+		v, _ := lookup(obj, strings.Split(p, "."))
+		scale.Status.Selector, _ = v.(string)
+	}
+	return scale, nil
+}
+
+// SetReplicas sets obj's desired replicas (spec.replicas, or a custom
+// resource's specReplicasPath), as an update of the scale subresource
+// does; everything else stays.
+func SetReplicas(res *resource.Resource, obj map[string]any, replicas int32) {
+	path := []string{"spec", "replicas"}
+	if res.ScalePaths != nil {
+		path = strings.Split(res.ScalePaths.SpecReplicas, ".")
+	}
+	m := obj
+	for _, name := range path[:len(path)-1] {
+		m = jsonmap.Child(m, name)
+	}
+	m[path[len(path)-1]] = int64(replicas)
 }

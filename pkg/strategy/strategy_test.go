@@ -89,8 +89,21 @@ func TestScale(t *testing.T) {
 		t.Error("a bad selector gave a scale")
 	}
 	obj := decode(t, `{"metadata":{"name":"d"}}`)
-	SetReplicas(obj, 3)
+	SetReplicas(deployments, obj, 3)
 	if got := encode(obj); got != `{"metadata":{"name":"d"},"spec":{"replicas":3}}` {
 		t.Errorf("SetReplicas: %s", got)
+	}
+
+	// A custom resource's scale is at the paths its definition gives.
+	custom := &resource.Resource{Group: "example.com", Version: "v1", Kind: "Pool", Plural: "pools",
+		ScalePaths: &resource.ScalePaths{SpecReplicas: "spec.size", StatusReplicas: "status.ready", LabelSelector: "status.selector"}}
+	s, err = ScaleOf(custom, []byte(`{"metadata":{"name":"p","resourceVersion":"7"},"spec":{"size":5},"status":{"ready":2,"selector":"app=pool"}}`))
+	if err != nil || s.Spec.Replicas != 5 || s.Status.Replicas != 2 || s.Status.Selector != "app=pool" || s.ResourceVersion != "7" {
+		t.Errorf("custom scale: %+v %v", s, err)
+	}
+	obj = decode(t, `{"metadata":{"name":"p"}}`)
+	SetReplicas(custom, obj, 4)
+	if got := encode(obj); got != `{"metadata":{"name":"p"},"spec":{"size":4}}` {
+		t.Errorf("SetReplicas of a custom resource: %s", got)
 	}
 }
