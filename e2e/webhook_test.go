@@ -43,7 +43,10 @@ func TestAdmissionWebhooks(t *testing.T) {
 			pt := admissionv1.PatchTypeJSONPatch
 			resp.Patch, resp.PatchType = []byte(patch), &pt
 		case "/validate":
-			if _, bad := cm.Data["forbidden"]; bad {
+			if req.Operation == admissionv1.Delete {
+				json.Unmarshal(req.OldObject.Raw, &cm)
+			}
+			if _, bad := cm.Data["forbidden"]; bad || req.Operation == admissionv1.Delete && cm.Data["keep"] == "yes" {
 				resp.Allowed = false
 				resp.Result = &metav1.Status{Message: "forbidden is forbidden", Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden}
 			}
@@ -56,7 +59,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 	url := func(path string) *string { u := hooks.URL + path; return &u }
 	none := admissionregistrationv1.SideEffectClassNone
 	ignore, fail := admissionregistrationv1.Ignore, admissionregistrationv1.Fail
-	rules := []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{"CREATE", "UPDATE"},
+	rules := []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{"CREATE", "UPDATE", "DELETE"},
 		Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}}}
 	selector := func(value string) *metav1.LabelSelector {
 		return &metav1.LabelSelector{MatchLabels: map[string]string{"webhook-test": value}}
@@ -120,6 +123,16 @@ func TestAdmissionWebhooks(t *testing.T) {
 	_, err = cms.Create(ctx, labeled("failing", ns+"-failing", nil), metav1.CreateOptions{})
 	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), `failed calling webhook "unreachable.example.com"`) {
 		t.Errorf("a create whose webhook (failurePolicy Fail) cannot be called: %v", err)
+	}
+	// A delete is asked about with the object as oldObject.
+	if _, err := cms.Create(ctx, labeled("kept", ns, map[string]string{"keep": "yes"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cms.Delete(ctx, "kept", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("a delete the validating webhook refuses: %v", err)
+	}
+	if err := cms.Delete(ctx, "selected", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("a delete the validating webhook allows: %v", err)
 	}
 	if _, err := cms.Get(ctx, "refused", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the refused object was stored: %v", err)

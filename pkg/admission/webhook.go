@@ -9,8 +9,9 @@
 // each write.
 //
 // ValidatingAdmissionPolicies are evaluated with them (policy.go). Not
-// here: matchConditions, reinvocation, matchPolicy Equivalent, webhooks on
-// DELETE and CONNECT, and MutatingAdmissionPolicies.
+// here: matchConditions, reinvocation, matchPolicy Equivalent, mutating
+// webhooks on DELETE (validating ones are called), deletecollection and
+// CONNECT, and MutatingAdmissionPolicies.
 package admission
 
 import (
@@ -46,11 +47,11 @@ import (
 type Request struct {
 	Resource    *resource.Resource
 	Subresource string
-	Operation   admissionv1.Operation // CREATE or UPDATE
+	Operation   admissionv1.Operation // CREATE, UPDATE or DELETE
 	Namespace   string
 	Name        string
-	// Object is the object to be stored; OldObject, for an update, the
-	// stored one.
+	// Object is the object to be stored (none for a delete); OldObject,
+	// for an update or a delete, the stored one.
 	Object, OldObject map[string]any
 	DryRun            bool
 	User              *user.Info

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -9,10 +10,12 @@ import (
 	"github.com/watchcache/watchcache/pkg/lifecycle"
 	"github.com/watchcache/watchcache/pkg/storage"
 	"github.com/watchcache/watchcache/pkg/strategy"
+	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kjson "sigs.k8s.io/json"
 )
 
 // SystemNamespaces exist from the start and may not be deleted, as in
@@ -30,6 +33,10 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *request, st
 		return
 	}
 	req.dryRun = opts.dryRun
+	if err := s.admitDelete(r.Context(), req, store); err != nil {
+		writeError(w, err, req.res, req.name)
+		return
+	}
 	deleted, err := lifecycle.Delete(r.Context(), req.res, req.writeStore(store), req.key(), opts.pre, opts.deletion, nil)
 	if err != nil {
 		writeError(w, err, req.res, req.name)
@@ -105,4 +112,22 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *r
 	}
 	s.wroteAt(r.Context(), req, deleted.ResourceVersion)
 	writeList(w, req.res.ListKind(), req.res.GroupVersion(), deleted)
+}
+
+// admitDelete asks the validating webhooks and admission policies about a
+// delete, with the object as the cache has it as oldObject (a missing
+// object is left to the delete's own NotFound).
+func (s *Server) admitDelete(ctx context.Context, req *request, store storage.Interface) error {
+	if s.webhooks == nil {
+		return nil
+	}
+	cur, err := store.Get(ctx, req.key(), storage.GetOptions{ResourceVersion: "0"})
+	if err != nil {
+		return nil
+	}
+	var old map[string]any
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &old); err != nil {
+		return err
+	}
+	return s.validateByWebhooks(ctx, req, admissionv1.Delete, req.name, nil, old)
 }
