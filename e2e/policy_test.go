@@ -59,3 +59,50 @@ func TestValidatingAdmissionPolicy(t *testing.T) {
 	// scale is not checked, as with kube-apiserver.
 	k.must("scale", "deployment", "small", "--replicas=9")
 }
+
+// labelPolicy mutates new config maps of one namespace with an apply
+// configuration and a JSON patch; what it gives was recorded from
+// kube-apiserver 1.37.
+const labelPolicy = `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: label-cms-NS}
+spec:
+  reinvocationPolicy: Never
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{metadata: Object.metadata{labels: {"mutated": "by-policy"}}}'
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: '[JSONPatch{op: "add", path: "/data/added", value: object.metadata.name + "-added"}]'
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: label-cms-binding-NS}
+spec:
+  policyName: label-cms-NS
+  matchResources:
+    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: NS}}
+`
+
+// TestMutatingAdmissionPolicy, through kubectl: a bound policy's apply
+// configuration and JSON patch change new config maps of the test's
+// namespace only.
+func TestMutatingAdmissionPolicy(t *testing.T) {
+	k := newKubectl(t, "mutpolicy")
+	k.must("apply", "-f", k.file("policy.yaml", strings.ReplaceAll(labelPolicy, "NS", k.ns)))
+	t.Cleanup(func() {
+		k.run("delete", "mutatingadmissionpolicybinding", "label-cms-binding-"+k.ns)
+		k.run("delete", "mutatingadmissionpolicy", "label-cms-"+k.ns)
+	})
+	if out := k.must("create", "configmap", "mapt", "--from-literal=a=b", "-o", "jsonpath={.metadata.labels} {.data}"); out != `{"mutated":"by-policy"} {"a":"b","added":"mapt-added"}` {
+		t.Errorf("a config map created under the policy: %s", out)
+	}
+	noReinvocation := strings.Replace(strings.ReplaceAll(labelPolicy, "NS", k.ns), "  reinvocationPolicy: Never\n", "", 1)
+	if msg := k.fail("apply", "-f", k.file("invalid.yaml", noReinvocation), "--dry-run=server"); !strings.Contains(msg, "spec.reinvocationPolicy: Required value") {
+		t.Errorf("a policy without reinvocationPolicy: %s", msg)
+	}
+}

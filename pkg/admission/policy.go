@@ -190,7 +190,7 @@ func (w *Webhooks) evaluate(cp *compiledPolicy, p *admissionregistrationv1.Valid
 		if p.Spec.FailurePolicy != nil && *p.Spec.FailurePolicy == admissionregistrationv1.Ignore {
 			return nil
 		}
-		return denial(req, p.Name, b.Name, err.Error(), nil)
+		return denial(req, "ValidatingAdmissionPolicy", p.Name, b.Name, err.Error(), nil)
 	}
 	if cp.err != nil {
 		return fail(cp.err)
@@ -225,7 +225,7 @@ func (w *Webhooks) evaluate(cp *compiledPolicy, p *admissionregistrationv1.Valid
 		if msg == "" {
 			msg = fmt.Sprintf("failed expression: %s", v.Expression)
 		}
-		return denial(req, p.Name, b.Name, msg, v.Reason)
+		return denial(req, "ValidatingAdmissionPolicy", p.Name, b.Name, msg, v.Reason)
 	}
 	return nil
 }
@@ -233,8 +233,8 @@ func (w *Webhooks) evaluate(cp *compiledPolicy, p *admissionregistrationv1.Valid
 // denial is a policy's refusal as kube-apiserver words it: 403 Forbidden
 // unless the validation gives another reason (Invalid, Unauthorized,
 // RequestEntityTooLarge).
-func denial(req *Request, policy, binding, msg string, reason *metav1.StatusReason) error {
-	err := fmt.Errorf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", policy, binding, msg)
+func denial(req *Request, kind, policy, binding, msg string, reason *metav1.StatusReason) error {
+	err := fmt.Errorf("%s '%s' with binding '%s' denied request: %s", kind, policy, binding, msg)
 	gr := schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Plural}
 	if reason == nil || *reason == metav1.StatusReasonForbidden {
 		return apierrors.NewForbidden(gr, req.Name, err)

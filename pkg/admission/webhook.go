@@ -8,10 +8,10 @@
 // webhooks may refuse. Configurations are read from the watch cache on
 // each write.
 //
-// ValidatingAdmissionPolicies are evaluated with them (policy.go). Not
-// here: matchConditions, reinvocation, matchPolicy Equivalent, mutating
-// webhooks on DELETE (validating ones are called), deletecollection and
-// CONNECT, and MutatingAdmissionPolicies.
+// Validating and mutating admission policies are evaluated with them
+// (policy.go, mutation.go). Not here: matchConditions, reinvocation,
+// matchPolicy Equivalent, mutating webhooks on DELETE (validating ones are
+// called), deletecollection and CONNECT.
 package admission
 
 import (
@@ -61,22 +61,27 @@ type Request struct {
 type Webhooks struct {
 	Registry *resource.Registry
 
-	mu       sync.Mutex
-	clients  map[string]*http.Client // by caBundle
-	policies policyCache
+	mu        sync.Mutex
+	clients   map[string]*http.Client // by caBundle
+	policies  policyCache
+	mutations mutationCache
 }
 
 // defaultTimeout is a webhook's timeoutSeconds when it gives none.
 const defaultTimeout = 10 * time.Second
 
-// Mutate calls the mutating webhooks that match req in order and returns
-// the object as they patched it.
+// Mutate applies the MutatingAdmissionPolicies bound to req, then calls
+// the mutating webhooks that match it in order, and returns the object as
+// they changed it.
 func (w *Webhooks) Mutate(ctx context.Context, req *Request) (map[string]any, error) {
+	obj, err := w.mutateByPolicies(ctx, req)
+	if err != nil {
+		return nil, err
+	}
 	var configs []admissionregistrationv1.MutatingWebhookConfiguration
 	if err := w.list(ctx, "mutatingwebhookconfigurations", &configs, req); err != nil || len(configs) == 0 {
-		return req.Object, err
+		return obj, err
 	}
-	obj := req.Object
 	for _, c := range configs {
 		for _, hook := range c.Webhooks {
 			h := webhook{hook.Name, hook.ClientConfig, hook.Rules, hook.FailurePolicy, hook.NamespaceSelector, hook.ObjectSelector,

@@ -191,6 +191,9 @@ var kinds = map[string][]Rule{
 	"admissionregistration.k8s.io/ValidatingAdmissionPolicy": slices.Concat([]Rule{{Path: "spec.failurePolicy", Value: "Fail"}},
 		under("spec.matchConstraints", matchResources)),
 	"admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding": under("spec.matchResources", matchResources),
+	"admissionregistration.k8s.io/MutatingAdmissionPolicy": slices.Concat([]Rule{{Path: "spec.failurePolicy", Value: "Fail"}},
+		under("spec.matchConstraints", matchResources)),
+	"admissionregistration.k8s.io/MutatingAdmissionPolicyBinding": under("spec.matchResources", matchResources),
 	"storage.k8s.io/StorageClass": {
 		{Path: "reclaimPolicy", Value: "Delete"},
 		{Path: "volumeBindingMode", Value: "Immediate"},

@@ -84,6 +84,9 @@ var kinds = map[string][]Check{
 		required("spec.versions"),
 		definition(),
 	},
+	"admissionregistration.k8s.io/MutatingAdmissionPolicy": {
+		requiredOneOf("spec.reinvocationPolicy", "Never", "IfNeeded"),
+	},
 	"batch/CronJob": slices.Concat([]Check{
 		cronSchedule("spec.schedule"),
 		oneOf("spec.concurrencyPolicy", "Allow", "Forbid", "Replace"),
