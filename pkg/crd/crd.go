@@ -42,7 +42,6 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*resource.Resou
 		for _, f := range v.SelectableFields {
 			r.SelectableFields = append(r.SelectableFields, strings.TrimPrefix(f.JSONPath, "."))
 		}
-		r.IndexedFields = r.SelectableFields // the watch cache indexes every selectable field
 		if sub := v.Subresources; sub != nil {
 			r.Status = sub.Status != nil
 			if sc := sub.Scale; sc != nil {
