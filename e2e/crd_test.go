@@ -72,11 +72,27 @@ func TestCustomResourceDefinitions(t *testing.T) {
 		t.Errorf("an invalid CRD: %s", msg)
 	}
 
+	// A changed definition takes effect at once: a new printer column.
+	k.must("apply", "-f", k.file("crd.yaml", strings.Replace(gadgetsCRD, "    - {name: Age,", "    - {name: Short, type: string, jsonPath: .metadata.name}\n    - {name: Age,", 1)))
+	waitFor(t, "the new printer column", func() bool {
+		out, _, _ := k.run("get", "gadgets")
+		return strings.HasPrefix(out, "NAME") && strings.Contains(strings.SplitN(out, "\n", 2)[0], "SHORT")
+	})
+
 	k.must("delete", "crd", "gadgets.example.org", "--timeout=20s")
 	// kubectl's cached discovery still knows gadgets: the server answers
 	// 404 for them.
 	if msg := k.fail("get", "gadgets"); !strings.Contains(msg, "the server could not find the requested resource") {
 		t.Errorf("get gadgets after the CRD went: %s", msg)
+	}
+	// Its objects went first: defined again, it has none.
+	k.must("apply", "-f", k.file("crd.yaml", gadgetsCRD))
+	waitFor(t, "the CRD to be established again", func() bool {
+		out, _, _ := k.run("get", "crd", "gadgets.example.org", "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+		return out == "True"
+	})
+	if out, errOut, err := k.run("get", "gadgets", "-o", "name"); err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("gadgets of the CRD defined again: %q %s %v", out, errOut, err)
 	}
 }
 
