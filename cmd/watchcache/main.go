@@ -51,6 +51,9 @@ func parseFlags(args []string) (app.Config, error) {
 		gates = append(gates, strings.Split(v, ",")...)
 		return nil
 	})
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", time.Minute, "how long a request other than a watch may take; then it is answered 504 Timeout (0: no bound)")
+	fs.IntVar(&c.MaxRequestsInflight, "max-requests-inflight", 400, "read-only requests served at once (watches excluded); more get 429 (0: no cap)")
+	fs.IntVar(&c.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", 200, "mutating requests served at once; more get 429 (0: no cap)")
 	fs.DurationVar(&c.StorageInitializationTimeout, "storage-initialization-timeout", time.Minute, "how long /readyz waits at start for the built-in resources' watch caches")
 	fs.DurationVar(&c.ConsistencyCheckInterval, "consistency-check-interval", 5*time.Minute, "how often to compare each watch cache with etcd at the same revision (0: never)")
 	var fallback string

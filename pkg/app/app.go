@@ -76,6 +76,14 @@ type Config struct {
 	// ClientCAFile replaces the generated CA as the one client certificates
 	// must chain to (--client-ca-file).
 	ClientCAFile string
+	// RequestTimeout bounds every request but watches (--request-timeout;
+	// 0: none); past it the client gets 504 Timeout.
+	RequestTimeout time.Duration
+	// MaxRequestsInflight and MaxMutatingRequestsInflight cap the
+	// read-only and mutating requests served at once
+	// (--max-requests-inflight, --max-mutating-requests-inflight; 0: no
+	// cap); the excess gets 429 with Retry-After.
+	MaxRequestsInflight, MaxMutatingRequestsInflight int
 	// ResourcesFile holds CustomResourceDefinitions (YAML or JSON
 	// documents), applied at start through the API; Start returns once
 	// they are served (optional).
@@ -288,7 +296,7 @@ func Start(cfg Config) (_ *App, err error) {
 	a.URL = kubeconfigServer(ln.Addr())
 	// Every request's context ends when the server shuts down, so that
 	// watches end cleanly instead of holding Shutdown up.
-	a.http = &http.Server{Handler: sec.handler(srv), BaseContext: func(net.Listener) context.Context { return ctx }, ReadHeaderTimeout: 30 * time.Second,
+	a.http = &http.Server{Handler: sec.handler(srv, cfg), BaseContext: func(net.Listener) context.Context { return ctx }, ReadHeaderTimeout: 30 * time.Second,
 		TLSConfig: tlsConfig}
 	// ServeTLS, unlike Serve on a TLS listener, sets HTTP/2 up.
 	go func() { a.served <- a.http.ServeTLS(ln, "", "") }()

@@ -13,6 +13,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/auth/filters"
 	"github.com/watchcache/watchcache/pkg/auth/review"
 	"github.com/watchcache/watchcache/pkg/auth/user"
+	"github.com/watchcache/watchcache/pkg/limits"
 	"github.com/watchcache/watchcache/pkg/requestinfo"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/server"
@@ -72,19 +73,23 @@ func reviewActions(registry *resource.Registry, rv *review.Reviewer) map[string]
 }
 
 // handler wraps the API in the request pipeline, outermost first: request
-// info → audit (every response gets an Audit-ID) → authentication →
-// impersonation → authorization → the API, kube-apiserver's order (audit
-// outside authentication, so that refused credentials are audited too).
-func (s *security) handler(api http.Handler) http.Handler {
+// info → request timeout → audit (every response gets an Audit-ID) →
+// authentication → impersonation → in-flight limits → authorization → the
+// API, kube-apiserver's order (audit outside authentication, so that
+// refused credentials are audited too; the limits see the user, whom
+// system:masters exempts).
+func (s *security) handler(api http.Handler, cfg Config) http.Handler {
 	var decided filters.Decided
 	if s.audit != nil {
 		decided = s.audit.Decided
 	}
 	h := filters.WithAuthorization(api, s.authz, decided, s.log)
+	h = limits.WithMaxInFlight(h, cfg.MaxRequestsInflight, cfg.MaxMutatingRequestsInflight)
 	h = filters.WithImpersonation(h, s.authz)
 	h = s.audit.WithUser(h)
 	h = authn.WithAuthentication(h, s.authn, s.log)
 	h = s.audit.Handler(h)
+	h = limits.WithRequestTimeout(h, cfg.RequestTimeout)
 	return requestinfo.WithRequestInfo(h)
 }
 

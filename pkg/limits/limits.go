@@ -1,0 +1,195 @@
+// Package limits bounds what requests may take, as kube-apiserver's
+// filters do: a deadline for every request but watches
+// (--request-timeout, answered 504 Timeout when it passes), and caps on
+// the requests served at once (--max-requests-inflight,
+// --max-mutating-requests-inflight), the excess answered at once with 429
+// and Retry-After. Watches, health checks and system:masters are never
+// limited, so that neither the cluster's own checks nor its
+// administrators are starved.
+package limits
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/watchcache/watchcache/pkg/auth/filters"
+	"github.com/watchcache/watchcache/pkg/auth/user"
+	"github.com/watchcache/watchcache/pkg/requestinfo"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// longRunning reports whether a request is not bounded: a watch.
+func longRunning(r *http.Request) bool { return requestinfo.From(r).Verb == "watch" }
+
+// isHealthCheck reports whether a request is /healthz, /livez or /readyz
+// (or below them).
+func isHealthCheck(r *http.Request) bool {
+	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
+		if r.URL.Path == p || strings.HasPrefix(r.URL.Path, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// mutating are the verbs --max-mutating-requests-inflight counts.
+var mutating = map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true, "post": true,
+	"put": true}
+
+// WithMaxInFlight serves at most maxReadOnly read-only and maxMutating
+// mutating requests at once (0: no cap) and answers the excess 429 with
+// Retry-After: 1, as kube-apiserver's max-in-flight filter. The user must
+// be in the request's context (it runs inside authentication).
+func WithMaxInFlight(next http.Handler, maxReadOnly, maxMutating int) http.Handler {
+	readOnly, writes := semaphore(maxReadOnly), semaphore(maxMutating)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if longRunning(r) || isHealthCheck(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if u := user.From(r.Context()); u != nil && u.InGroup("system:masters") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		sem := readOnly
+		if mutating[requestinfo.From(r).Verb] {
+			sem = writes
+		}
+		if sem != nil {
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			default:
+				w.Header().Set("Retry-After", "1")
+				filters.WriteStatus(w, apierrors.NewTooManyRequests("Too many requests, please try again later.", 1))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// semaphore is a channel of n slots; nil for no cap.
+func semaphore(n int) chan struct{} {
+	if n <= 0 {
+		return nil
+	}
+	return make(chan struct{}, n)
+}
+
+// WithRequestTimeout bounds every request but watches to timeout (or to
+// the shorter timeout its ?timeout= asks): its context ends then, and if
+// it has not started answering, the client gets kube-apiserver's 504
+// Timeout Status at once while the handler finishes in the background
+// (whatever it still writes is dropped). A handler that has started
+// answering is let finish. 0: no bound.
+func WithRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
+	if timeout <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if longRunning(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		d := timeout
+		if asked, err := time.ParseDuration(r.URL.Query().Get("timeout")); err == nil && asked > 0 && asked < d {
+			d = asked
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		tw := &timeoutWriter{w: w, h: make(http.Header), ctx: ctx}
+		done := make(chan struct{})
+		panicked := make(chan any, 1)
+		go func() {
+			defer close(done)
+			defer func() {
+				if p := recover(); p != nil {
+					panicked <- p
+				}
+			}()
+			next.ServeHTTP(tw, r.WithContext(ctx))
+		}()
+		select {
+		case <-done:
+			select {
+			case p := <-panicked:
+				panic(p)
+			default:
+			}
+		case <-ctx.Done():
+			if tw.timeOut() {
+				err := apierrors.NewTimeoutError(fmt.Sprintf("request did not complete within requested timeout - %v", ctx.Err()), 0)
+				filters.WriteStatus(w, err)
+				return
+			}
+			<-done // it has started answering: let it finish
+		}
+	})
+}
+
+// timeoutWriter passes a handler's response on once it starts writing,
+// unless the deadline passed first: then everything it writes is dropped
+// and the filter answers 504.
+type timeoutWriter struct {
+	w   http.ResponseWriter
+	h   http.Header
+	ctx context.Context // the request's, with its deadline
+
+	mu       sync.Mutex
+	started  bool // the handler wrote its header: it answers
+	timedOut bool // the 504 was (or is being) written: drop the rest
+}
+
+func (t *timeoutWriter) Header() http.Header { return t.h }
+
+// timeOut marks the response as timed out unless the handler has started
+// it; it reports whether it did.
+func (t *timeoutWriter) timeOut() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.started {
+		return false
+	}
+	t.timedOut = true
+	return true
+}
+
+func (t *timeoutWriter) WriteHeader(code int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ctx.Err() != nil && !t.started {
+		t.timedOut = true // too late to start: the 504 answers
+	}
+	if t.timedOut || t.started {
+		return
+	}
+	t.started = true
+	for k, v := range t.h {
+		t.w.Header()[k] = v
+	}
+	t.w.WriteHeader(code)
+}
+
+func (t *timeoutWriter) Write(p []byte) (int, error) {
+	t.WriteHeader(http.StatusOK)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.timedOut {
+		return 0, http.ErrHandlerTimeout
+	}
+	return t.w.Write(p)
+}
+
+// Flush passes a flush on once the handler answers.
+func (t *timeoutWriter) Flush() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if f, ok := t.w.(http.Flusher); ok && t.started && !t.timedOut {
+		f.Flush()
+	}
+}

@@ -1,0 +1,111 @@
+package limits
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/watchcache/watchcache/pkg/auth/user"
+	"github.com/watchcache/watchcache/pkg/requestinfo"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// serve runs a request through h as the pipeline would: with its request
+// info and, if given, a user.
+func serve(h http.Handler, method, path string, u *user.Info) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, path, nil)
+	if u != nil {
+		r = r.WithContext(user.WithUser(r.Context(), u))
+	}
+	w := httptest.NewRecorder()
+	requestinfo.WithRequestInfo(h).ServeHTTP(w, r)
+	return w
+}
+
+func status(t *testing.T, w *httptest.ResponseRecorder) metav1.Status {
+	var s metav1.Status
+	if err := json.Unmarshal(w.Body.Bytes(), &s); err != nil {
+		t.Fatalf("not a Status: %v: %s", err, w.Body)
+	}
+	return s
+}
+
+// A full cap answers the excess 429 with Retry-After at once; watches,
+// health checks, system:masters and the other kind of request are not
+// held back.
+func TestMaxInFlight(t *testing.T) {
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	h := WithMaxInFlight(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Hold") != "" {
+			started.Done()
+			<-release
+		}
+		w.WriteHeader(http.StatusOK)
+	}), 1, 1)
+	alice := &user.Info{Name: "alice"}
+	started.Add(2)
+	var wg sync.WaitGroup
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		wg.Go(func() {
+			r := httptest.NewRequest(method, "/api/v1/namespaces/a/configmaps", nil)
+			r.Header.Set("X-Hold", "1")
+			requestinfo.WithRequestInfo(h).ServeHTTP(httptest.NewRecorder(), r.WithContext(user.WithUser(r.Context(), alice)))
+		})
+	}
+	started.Wait() // one read and one write hold both caps
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		w := serve(h, method, "/api/v1/namespaces/a/configmaps", alice)
+		if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "1" || status(t, w).Reason != metav1.StatusReasonTooManyRequests {
+			t.Errorf("%s over the cap: %d %v %s", method, w.Code, w.Header(), w.Body)
+		}
+	}
+	for _, tc := range []struct {
+		path string
+		u    *user.Info
+	}{
+		{"/readyz", alice},
+		{"/healthz", nil},
+		{"/api/v1/namespaces/a/configmaps?watch=true", alice},
+		{"/api/v1/namespaces/a/configmaps", &user.Info{Name: "admin", Groups: []string{"system:masters"}}},
+	} {
+		if w := serve(h, http.MethodGet, tc.path, tc.u); w.Code != http.StatusOK {
+			t.Errorf("%s (%v) with the caps full: %d", tc.path, tc.u, w.Code)
+		}
+	}
+	close(release)
+	wg.Wait()
+	if w := serve(h, http.MethodGet, "/api/v1/namespaces/a/configmaps", alice); w.Code != http.StatusOK {
+		t.Errorf("after the others finished: %d", w.Code)
+	}
+}
+
+// A request past its deadline is answered 504 Timeout at once, with its
+// context ended; a shorter ?timeout= is honored; watches are not bounded.
+func TestRequestTimeout(t *testing.T) {
+	ended := make(chan error, 1)
+	h := WithRequestTimeout(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+			ended <- r.Context().Err()
+			w.Write([]byte("late")) // dropped
+		case <-time.After(2 * time.Second):
+			w.WriteHeader(http.StatusOK)
+		}
+	}), time.Second)
+	start := time.Now()
+	w := serve(h, http.MethodPost, "/api/v1/namespaces/a/configmaps?timeout=100ms", nil)
+	took := time.Since(start)
+	if s := status(t, w); w.Code != http.StatusGatewayTimeout || s.Reason != metav1.StatusReasonTimeout || took > time.Second {
+		t.Errorf("a request past ?timeout=100ms: %d %+v after %v", w.Code, s, took)
+	}
+	if err := <-ended; err == nil {
+		t.Error("the handler's context did not end")
+	}
+	if w := serve(h, http.MethodGet, "/api/v1/namespaces/a/configmaps?watch=true", nil); w.Code != http.StatusOK {
+		t.Errorf("a watch: %d, want it unbounded", w.Code)
+	}
+}
