@@ -167,6 +167,12 @@ func (w *watcher) translate(e *clientv3.Event) (storage.Event, bool, *storage.Er
 		}
 		old = obj
 	}
+	if e.Type == mvccpb.PUT && !e.IsCreate() && old == nil && w.selects() {
+		// The previous state was compacted away (a watch that started at
+		// the compaction boundary): whether the object matched before is
+		// unknown, so no right event can be sent. The client relists.
+		return storage.Event{}, false, storage.NewExpired(rev-1, "the previous state of "+string(e.Kv.Key)+" is compacted")
+	}
 	curPasses := cur != nil && w.opts.Matches(cur)
 	oldPasses := old != nil && w.opts.Matches(old)
 	switch {
@@ -186,4 +192,9 @@ func (w *watcher) translate(e *clientv3.Event) (storage.Event, bool, *storage.Er
 		return storage.Event{Type: storage.EventDeleted, Object: old, ResourceVersion: rev}, true, nil
 	}
 	return storage.Event{}, false, nil
+}
+
+// selects reports whether the watch has a label or field selector.
+func (w *watcher) selects() bool {
+	return w.opts.Labels != nil && !w.opts.Labels.Empty() || w.opts.Fields != nil && !w.opts.Fields.Empty()
 }

@@ -986,3 +986,31 @@ var _ = register("WatchContextCancel", func(t *testing.T, e *env) {
 	watchDrain(t, "watch with undelivered events, context cancelled", busy)
 	watchStop(t, "Stop after cancel", busy)
 })
+
+// A watch with a selector from resourceVersion N, with etcd compacted at
+// N+1, meets an update whose previous state was compacted away: it must
+// deliver the right events (DELETED for an object that stopped matching,
+// ADDED for one that started) or end with 410 Expired so that the client
+// relists, never a MODIFIED for an object it never saw nor silence for one
+// that left (found by the upstream storage tests).
+var _ = register("WatchSelectorAtCompactionBoundary", func(t *testing.T, e *env) {
+	sel := fields.OneTermEqualSelector("spec.nodeName", "n1")
+	a := e.create("ns1", "a", "n1", nil)
+	b := e.create("ns1", "b", "n2", nil)
+	from := e.hist.lastRV()
+	a2 := e.update(a, "n2", nil) // stops matching
+	e.compact()                  // at a2's revision: a's previous state is gone
+	b2 := e.update(b, "n1", nil) // starts matching
+	w := e.watch(t, e.ctx, "", storage.ListOptions{ResourceVersion: watchRV(from), Fields: sel})
+	ev := nextNonBookmark(t, w)
+	if ev.Type == storage.EventError {
+		if ev.Err == nil || ev.Err.Code != storage.ErrExpired {
+			t.Fatalf("the watch ended with %v, want 410 Expired", ev.Err)
+		}
+		return
+	}
+	if ev.Type != storage.EventDeleted || ev.Object == nil || ev.Object.Key() != "ns1/a" || ev.ResourceVersion != a2.ResourceVersion() {
+		t.Fatalf("got %s %v, want DELETED ns1/a at %d or 410 Expired", ev.Type, ev.Object, a2.ResourceVersion())
+	}
+	expectEvent(t, w, storage.EventAdded, "ns1/b", b2.ResourceVersion())
+})
