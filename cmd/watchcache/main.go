@@ -29,6 +29,8 @@ func parseFlags(args []string) (app.Config, error) {
 	fs := flag.NewFlagSet("watchcache", flag.ContinueOnError)
 	fs.StringVar(&c.DataDir, "data-dir", "watchcache-data", "where the embedded etcd keeps its data, and where the kubeconfig is written")
 	fs.StringVar(&servers, "etcd-servers", "", "comma-separated etcd client URLs; empty runs an embedded etcd")
+	var overrides string
+	fs.StringVar(&overrides, "etcd-servers-overrides", "", "per-resource etcd servers, comma-separated group/resource#servers (servers separated by ';', /events#... for core events)")
 	fs.StringVar(&c.EtcdCAFile, "etcd-cafile", "", "CA bundle to verify the etcd servers")
 	fs.StringVar(&c.EtcdCertFile, "etcd-certfile", "", "client certificate for etcd")
 	fs.StringVar(&c.EtcdKeyFile, "etcd-keyfile", "", "client key for etcd")
@@ -79,6 +81,9 @@ func parseFlags(args []string) (app.Config, error) {
 		c.ConsistentReadFallback = true
 	default:
 		return c, fmt.Errorf("--consistent-read-fallback=%q: must be none or etcd", fallback)
+	}
+	if overrides != "" {
+		c.EtcdServersOverrides = []string{overrides}
 	}
 	if servers != "" {
 		c.EtcdServers = strings.Split(servers, ",")

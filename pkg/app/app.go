@@ -50,6 +50,11 @@ type Config struct {
 	// EtcdServers, if set, are the client URLs of an external etcd.
 	EtcdServers                           []string
 	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
+	// EtcdServersOverrides store resources on etcd clusters of their own
+	// (--etcd-servers-overrides, kube-apiserver's format:
+	// "group/resource#server;server", "/events#..." for the core group);
+	// each resource's consistent reads wait on its own cluster's revision.
+	EtcdServersOverrides []string
 	// EtcdPrefix prefixes every key written.
 	EtcdPrefix string
 	// EtcdClientPort is the embedded etcd's port (0: any free one).
@@ -176,6 +181,8 @@ type App struct {
 	served chan error
 	cancel context.CancelFunc
 	client *clientv3.Client
+	// overrides are the clients of --etcd-servers-overrides' clusters.
+	overrides map[resource.GroupResource]*clientv3.Client
 	// caches are every watch cache, custom resources' coming and going
 	// (cachesMu).
 	cachesMu sync.Mutex
@@ -230,6 +237,9 @@ func Start(cfg Config) (_ *App, err error) {
 	if a.client, err = a.connectEtcd(cfg); err != nil {
 		return nil, err
 	}
+	if err := a.connectOverrides(cfg); err != nil {
+		return nil, err
+	}
 	if err := applySafeguard(&cfg, a.client, cfg.Log); err != nil {
 		return nil, err
 	}
@@ -259,6 +269,9 @@ func Start(cfg Config) (_ *App, err error) {
 	}
 	if cfg.CompactionInterval > 0 {
 		go etcd3.NewCompactor(a.client, cfg.EtcdPrefix, cfg.CompactionInterval, cfg.Log).Run(ctx)
+		for _, c := range a.overrides {
+			go etcd3.NewCompactor(c, cfg.EtcdPrefix, cfg.CompactionInterval, cfg.Log).Run(ctx)
+		}
 	}
 	sec, err := a.startSecurity(ctx, cfg, registry)
 	if err != nil {
@@ -340,7 +353,7 @@ func (a *App) cachesInitialized(timeout time.Duration) func(context.Context) err
 // newStore builds a resource's store: etcd3 (encrypting values as enc
 // says), behind a watch cache unless the cache is off for it.
 func (a *App) newStore(cfg Config, res *resource.Resource, m *metrics.Storage, enc *encryption.Config) storage.Interface {
-	etcdConfig := etcd3.Config{Client: a.client, Prefix: res.EtcdPrefix(cfg.EtcdPrefix), Schema: res.Schema(),
+	etcdConfig := etcd3.Config{Client: a.etcdClient(res), Prefix: res.EtcdPrefix(cfg.EtcdPrefix), Schema: res.Schema(),
 		Resource: res.String(), Metrics: m}
 	if t := enc.For(res.Group, res.Plural); t != nil {
 		etcdConfig.Transformer = t
@@ -469,6 +482,9 @@ func (a *App) Close() error {
 		c.Stop()
 	}
 	errs = append(errs, a.audit.Close())
+	for _, c := range a.overrides {
+		errs = append(errs, c.Close())
+	}
 	if a.client != nil {
 		errs = append(errs, a.client.Close())
 	}

@@ -1,0 +1,76 @@
+package app
+
+import (
+	"crypto/tls"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/watchcache/watchcache/pkg/resource"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// etcdOverride is one entry of --etcd-servers-overrides: a resource stored
+// on an etcd cluster of its own.
+type etcdOverride struct {
+	group, resource string
+	servers         []string
+}
+
+// parseEtcdOverrides reads --etcd-servers-overrides in kube-apiserver's
+// format: entries "group/resource#server;server" ("/events" for the core
+// group), given as a list or comma-separated.
+func parseEtcdOverrides(values []string) ([]etcdOverride, error) {
+	var out []etcdOverride
+	for _, value := range values {
+		for _, entry := range strings.Split(value, ",") {
+			if entry = strings.TrimSpace(entry); entry == "" {
+				continue
+			}
+			gr, servers, ok := strings.Cut(entry, "#")
+			group, res, hasSlash := strings.Cut(gr, "/")
+			if !ok || !hasSlash || res == "" || servers == "" {
+				return nil, fmt.Errorf("--etcd-servers-overrides: %q is not group/resource#servers (core resources: /events#...)", entry)
+			}
+			out = append(out, etcdOverride{group: group, resource: res, servers: strings.Split(servers, ";")})
+		}
+	}
+	return out, nil
+}
+
+// connectOverrides makes a client per override, with the TLS of
+// --etcd-servers for https servers.
+func (a *App) connectOverrides(cfg Config) error {
+	overrides, err := parseEtcdOverrides(cfg.EtcdServersOverrides)
+	if err != nil {
+		return err
+	}
+	for _, o := range overrides {
+		var tlsConfig *tls.Config
+		if strings.HasPrefix(o.servers[0], "https://") {
+			info := transport.TLSInfo{CertFile: cfg.EtcdCertFile, KeyFile: cfg.EtcdKeyFile, TrustedCAFile: cfg.EtcdCAFile}
+			if tlsConfig, err = info.ClientConfig(); err != nil {
+				return fmt.Errorf("etcd TLS for %s/%s: %w", o.group, o.resource, err)
+			}
+		}
+		client, err := clientv3.New(clientv3.Config{Endpoints: o.servers, TLS: tlsConfig, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			return fmt.Errorf("etcd of %s/%s: %w", o.group, o.resource, err)
+		}
+		if a.overrides == nil {
+			a.overrides = map[resource.GroupResource]*clientv3.Client{}
+		}
+		a.overrides[resource.GroupResource{Group: o.group, Plural: o.resource}] = client
+	}
+	return nil
+}
+
+// etcdClient is the client of the etcd cluster that stores res.
+func (a *App) etcdClient(res *resource.Resource) *clientv3.Client {
+	if c := a.overrides[resource.GroupResource{Group: res.Group, Plural: res.Plural}]; c != nil {
+		return c
+	}
+	return a.client
+}

@@ -1,0 +1,90 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/watchcache/watchcache/pkg/etcdembed"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func TestParseEtcdOverrides(t *testing.T) {
+	got, err := parseEtcdOverrides([]string{"/events#http://a:1;http://b:2,example.com/widgets#https://c:3"})
+	if err != nil || len(got) != 2 || got[0].group != "" || got[0].resource != "events" || len(got[0].servers) != 2 ||
+		got[1].group != "example.com" || got[1].resource != "widgets" {
+		t.Errorf("parse: %+v %v", got, err)
+	}
+	for _, bad := range []string{"events#http://a:1", "/events", "/events#", "/#http://a:1"} {
+		if _, err := parseEtcdOverrides([]string{bad}); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestEtcdServersOverrides: config maps are stored on an etcd cluster of
+// their own, everything else on the main one; consistent reads of each
+// wait on its own cluster.
+func TestEtcdServersOverrides(t *testing.T) {
+	other, err := etcdembed.Start(etcdembed.Config{DataDir: t.TempDir(), ClientPort: 0, UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	a, err := Start(Config{DataDir: t.TempDir(), EtcdPrefix: "/registry", EtcdUnsafeNoFsync: true, WatchCache: true,
+		ConsistentListFromCache: true, ConsistentGetFromCache: true,
+		EtcdServersOverrides: []string{"/configmaps#" + other.Endpoint}, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	rc, err := clientcmd.BuildConfigFromFlags("", a.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(rc)
+	ctx := context.Background()
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "here"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	otherClient, err := other.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer otherClient.Close()
+	count := func(what string, get func() (int64, error)) int64 {
+		n, err := get()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return n
+	}
+	inOther := count("config map in the other etcd", func() (int64, error) {
+		r, err := otherClient.Get(ctx, "/registry/core/configmaps/default/elsewhere", clientv3.WithCountOnly())
+		return r.Count, err
+	})
+	inMain := count("config map in the main etcd", func() (int64, error) {
+		r, err := a.client.Get(ctx, "/registry/core/configmaps/default/elsewhere", clientv3.WithCountOnly())
+		return r.Count, err
+	})
+	secretInMain := count("secret in the main etcd", func() (int64, error) {
+		r, err := a.client.Get(ctx, "/registry/core/secrets/default/here", clientv3.WithCountOnly())
+		return r.Count, err
+	})
+	if inOther != 1 || inMain != 0 || secretInMain != 1 {
+		t.Errorf("config map in the other etcd %d, in the main one %d; secret in the main one %d", inOther, inMain, secretInMain)
+	}
+	// A consistent list (from the cache, waiting on the other cluster's
+	// revision) sees the write at once.
+	list, err := cs.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=elsewhere"})
+	if err != nil || len(list.Items) != 1 || list.Items[0].Name != "elsewhere" {
+		t.Errorf("consistent list of config maps: %+v %v", list, err)
+	}
+}
