@@ -4,12 +4,10 @@ import (
 	"crypto/tls"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/watchcache/watchcache/pkg/resource"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // etcdOverride is one entry of --etcd-servers-overrides: a resource stored
@@ -55,7 +53,7 @@ func (a *App) connectOverrides(cfg Config) error {
 				return fmt.Errorf("etcd TLS for %s/%s: %w", o.group, o.resource, err)
 			}
 		}
-		client, err := clientv3.New(clientv3.Config{Endpoints: o.servers, TLS: tlsConfig, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		client, err := newEtcdClient(o.servers, tlsConfig)
 		if err != nil {
 			return fmt.Errorf("etcd of %s/%s: %w", o.group, o.resource, err)
 		}
