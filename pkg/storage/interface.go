@@ -67,7 +67,20 @@ type UpdateFunc func(current *object.Object) ([]byte, error)
 
 // List is the result of GetList.
 type List struct {
+	// Items are the list's objects in key order; for a streamed list, those
+	// of its first chunk.
 	Items []*object.Object
+	// Rest, when not nil, reads the rest of a streamed list (see
+	// ListOptions.Stream): the objects after Items, in key order, at
+	// ResourceVersion, one chunk at a time, each chunk passed to yield once
+	// it is read, filtered, and never empty. It returns the first error of
+	// a read (ErrExpired if etcd compacted ResourceVersion meanwhile,
+	// ErrUnavailable, the context's error) or of yield, which stops the
+	// reading. The list is complete only when Rest returns nil. Rest reads
+	// with the context given to GetList, runs on the caller's goroutine,
+	// holds nothing between calls of yield but its position (a caller that
+	// never calls it leaks nothing), and may be called only once.
+	Rest func(yield func(chunk []*object.Object) error) error
 	// ResourceVersion is the revision the list reflects.
 	ResourceVersion uint64
 	// Continue, if not empty, fetches the next page.
@@ -75,6 +88,49 @@ type List struct {
 	// RemainingItemCount, when known (no selector filtered the list), is the
 	// number of objects after this page.
 	RemainingItemCount *int64
+}
+
+// Chunks calls fn with the list's objects chunk by chunk, in key order:
+// Items (if any), then each chunk Rest reads, which it consumes. It stops
+// at fn's first error and returns it, or Rest's.
+func (l *List) Chunks(fn func(chunk []*object.Object) error) error {
+	if len(l.Items) > 0 {
+		if err := fn(l.Items); err != nil {
+			return err
+		}
+	}
+	if l.Rest == nil {
+		return nil
+	}
+	return l.Rest(fn)
+}
+
+// Each calls fn with every object of the list in key order, reading the
+// rest of a streamed list as it goes (see Chunks).
+func (l *List) Each(fn func(*object.Object) error) error {
+	return l.Chunks(func(chunk []*object.Object) error {
+		for _, o := range chunk {
+			if err := fn(o); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Collect reads the rest of a streamed list into Items, for callers that
+// need every object at once; the list is then complete (Rest nil). On
+// error the list is left incomplete and must not be used.
+func (l *List) Collect() error {
+	if l.Rest == nil {
+		return nil
+	}
+	rest := l.Rest
+	l.Rest = nil
+	return rest(func(chunk []*object.Object) error {
+		l.Items = append(l.Items, chunk...)
+		return nil
+	})
 }
 
 // Watcher is a running watch.

@@ -27,6 +27,14 @@ type ListOptions struct {
 	// SendInitialEvents asks a watch for the current state first, ended by a
 	// BOOKMARK marked k8s.io/initial-events-end (nil: unset).
 	SendInitialEvents *bool
+	// Stream (not on the wire) lets GetList return a list read from etcd
+	// without a limit before it has read it all: the first chunk in Items,
+	// the rest in List.Rest, which the caller must then call to see every
+	// object, so that a list of any size costs bounded memory when its
+	// objects are written out as they come. Lists served from the watch
+	// cache's memory, and paged lists, are complete anyway. Without Stream
+	// every list is complete. Watch ignores it.
+	Stream bool
 }
 
 // Preconditions must hold for an update or delete to happen.

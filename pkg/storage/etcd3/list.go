@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/watchcache/watchcache/pkg/metrics"
-	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -23,7 +22,8 @@ const (
 // consistent, "any" and "not older than" reads are quorum reads of the
 // newest revision (the latter checked against N); exact reads and
 // continuations read at their revision, so every page of a list comes from
-// one snapshot.
+// one snapshot. A list without a limit is read in chunks at one revision
+// (see stream), handed out as it is read when opts.Stream asks for it.
 func (s *Store) GetList(ctx context.Context, scope string, opts storage.ListOptions) (*storage.List, error) {
 	plan, err := storage.PlanList(opts, scope)
 	if err != nil {
@@ -32,7 +32,15 @@ func (s *Store) GetList(ctx context.Context, scope string, opts storage.ListOpti
 	if err := opts.CheckScopeAndSelectors(scope, s.schema); err != nil {
 		return nil, err
 	}
-	list, err := s.list(ctx, scope, plan, &opts)
+	var list *storage.List
+	if plan.Limit == 0 {
+		list, err = s.stream(ctx, scope, plan, &opts)
+		if err == nil && !opts.Stream {
+			err = list.Collect()
+		}
+	} else {
+		list, err = s.list(ctx, scope, plan, &opts)
+	}
 	if err != nil && plan.Continuation && storage.CodeOf(err) == storage.ErrExpired {
 		// KEP-365: offer to continue from the same key at the newest revision.
 		return nil, &storage.Error{
@@ -41,11 +49,15 @@ func (s *Store) GetList(ctx context.Context, scope string, opts storage.ListOpti
 			Continue: storage.EncodeContinue(storage.InconsistentContinueRV, plan.StartKey),
 		}
 	}
-	return list, err
+	if err != nil {
+		return nil, err
+	}
+	return list, nil
 }
 
-// list reads one page: range reads from the start key until the page holds
-// Limit matching objects, the range ends, or maxRangeReads is reached.
+// list reads one page (plan.Limit > 0): range reads from the start key
+// until the page holds Limit matching objects, the range ends, or
+// maxRangeReads is reached.
 func (s *Store) list(ctx context.Context, scope string, plan storage.ListPlan, opts *storage.ListOptions) (*storage.List, error) {
 	from := s.prefix + scope
 	if plan.StartKey != "" {
@@ -62,12 +74,9 @@ func (s *Store) list(ctx context.Context, scope string, plan storage.ListPlan, o
 	fetched := 0
 	defer func() { s.metrics.ListServed(s.resource, metrics.StorageEtcd, fetched, len(out.Items)) }()
 	for reads := 0; ; reads++ {
-		ops := []clientv3.OpOption{clientv3.WithRange(end)}
+		ops := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(pageSize)}
 		if rev > 0 {
 			ops = append(ops, clientv3.WithRev(rev))
-		}
-		if pageSize > 0 {
-			ops = append(ops, clientv3.WithLimit(pageSize))
 		}
 		resp, err := s.client.Get(ctx, from, ops...)
 		if err != nil {
@@ -90,7 +99,7 @@ func (s *Store) list(ctx context.Context, scope string, plan storage.ListPlan, o
 			if opts.Matches(obj) {
 				out.Items = append(out.Items, obj)
 			}
-			if plan.Limit > 0 && int64(len(out.Items)) == plan.Limit {
+			if int64(len(out.Items)) == plan.Limit {
 				more := i < len(resp.Kvs)-1 || resp.More
 				if more {
 					s.setContinue(out, rev, kv.Key)
@@ -121,12 +130,9 @@ func (s *Store) setContinue(out *storage.List, rev int64, lastKey []byte) {
 	out.Continue = storage.EncodeContinue(rev, strings.TrimPrefix(string(lastKey), s.prefix)+"\x00")
 }
 
-// listAll reads every object under scope matching opts at the plan's read
-// kind, in one range read; for watches' initial state.
-func (s *Store) listAll(ctx context.Context, scope string, read storage.ReadKind, rv uint64, opts *storage.ListOptions) ([]*object.Object, uint64, error) {
-	l, err := s.list(ctx, scope, storage.ListPlan{Read: read, RV: rv}, opts)
-	if err != nil {
-		return nil, 0, err
-	}
-	return l.Items, l.ResourceVersion, nil
+// listAll reads the first chunk of every object under scope matching opts
+// at the plan's read kind, the rest left to the list's Rest; for watches'
+// initial state.
+func (s *Store) listAll(ctx context.Context, scope string, read storage.ReadKind, rv uint64, opts *storage.ListOptions) (*storage.List, error) {
+	return s.stream(ctx, scope, storage.ListPlan{Read: read, RV: rv}, opts)
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 
 	"github.com/watchcache/watchcache/pkg/metrics"
 	"github.com/watchcache/watchcache/pkg/object"
@@ -36,6 +37,15 @@ type Config struct {
 	// decrypts them on their way back (encryption at rest); everything
 	// above this store sees plaintext.
 	Transformer Transformer
+	// ListChunkKeys, if not zero, is the limit of the first read of a list
+	// without a limit and of the ranged Gets that read its rest where
+	// RangeStream is not used (tests: many small chunks); zero: 100 keys
+	// first, then about 4 MB per read. RangeStream's chunks are etcd's to
+	// size (10 keys, doubling up to about 1.5 MB).
+	ListChunkKeys int64
+	// NoRangeStream reads lists without a limit with ranged Gets even from
+	// an etcd that has RangeStream (tests of the fallback).
+	NoRangeStream bool
 }
 
 // Transformer turns a value into what etcd stores at etcdKey, and back.
@@ -55,6 +65,12 @@ type Store struct {
 	resource    string
 	metrics     *metrics.Storage
 	transformer Transformer
+	// listChunkKeys and noRangeStream are Config's.
+	listChunkKeys int64
+	noRangeStream bool
+	// noRangeStreamUntil is when RangeStream may be tried again after etcd
+	// answered Unimplemented (Unix nanoseconds; 0: never refused).
+	noRangeStreamUntil atomic.Int64
 }
 
 var _ storage.Interface = (*Store)(nil)
@@ -62,7 +78,8 @@ var _ storage.Interface = (*Store)(nil)
 // New returns a Store for the resource under cfg.Prefix.
 func New(cfg Config) *Store {
 	return &Store{client: cfg.Client, prefix: strings.TrimSuffix(cfg.Prefix, "/") + "/", schema: cfg.Schema,
-		resource: cfg.Resource, metrics: cfg.Metrics, transformer: cfg.Transformer}
+		resource: cfg.Resource, metrics: cfg.Metrics, transformer: cfg.Transformer,
+		listChunkKeys: cfg.ListChunkKeys, noRangeStream: cfg.NoRangeStream}
 }
 
 // Schema implements storage.Interface.

@@ -2,6 +2,7 @@ package etcd3
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -17,8 +18,10 @@ const resultBuffer = 100
 
 // Watch implements storage.Interface, following storage.PlanWatch. Errors
 // that can be known before the stream starts (validation, a resourceVersion
-// ahead of etcd, a failed initial list) are returned here; later ones
-// arrive as an EventError, after which the channel closes.
+// ahead of etcd, a failed first chunk of the initial list) are returned
+// here; later ones (including a compaction while the initial list is read,
+// chunk by chunk as the watcher takes its events) arrive as an EventError,
+// after which the channel closes.
 func (s *Store) Watch(ctx context.Context, scope string, opts storage.ListOptions) (storage.Watcher, error) {
 	plan, err := storage.PlanWatch(opts)
 	if err != nil {
@@ -27,15 +30,20 @@ func (s *Store) Watch(ctx context.Context, scope string, opts storage.ListOption
 	if err := opts.CheckScopeAndSelectors(scope, s.schema); err != nil {
 		return nil, err
 	}
-	var initial []*object.Object
+	// The watch's context: the initial list's reading ends with it too.
+	wctx, cancel := context.WithCancel(ctx)
+	var initial *storage.List
 	var from uint64 // stream events after this revision
 	switch {
 	case plan.Initial != 0:
-		if initial, from, err = s.listAll(ctx, scope, plan.Initial, plan.RV, &opts); err != nil {
+		if initial, err = s.listAll(wctx, scope, plan.Initial, plan.RV, &opts); err != nil {
+			cancel()
 			return nil, err
 		}
+		from = initial.ResourceVersion
 	case plan.FromNow:
 		if from, err = s.CurrentResourceVersion(ctx); err != nil {
+			cancel()
 			return nil, err
 		}
 	default:
@@ -43,15 +51,16 @@ func (s *Store) Watch(ctx context.Context, scope string, opts storage.ListOption
 		if plan.RequireReached {
 			current, err := s.CurrentResourceVersion(ctx)
 			if err != nil {
+				cancel()
 				return nil, err
 			}
 			if current < plan.RV {
+				cancel()
 				return nil, storage.NewTooLargeResourceVersion(plan.RV, current)
 			}
 		}
 	}
 
-	wctx, cancel := context.WithCancel(ctx)
 	w := &watcher{
 		store:  s,
 		opts:   opts,
@@ -90,14 +99,12 @@ func (w *watcher) Stop() {
 	w.done.Wait()
 }
 
-func (w *watcher) run(ctx context.Context, initial []*object.Object, etcdEvents clientv3.WatchChan) {
+func (w *watcher) run(ctx context.Context, initial *storage.List, etcdEvents clientv3.WatchChan) {
 	defer w.done.Done()
 	defer close(w.result)
 	defer w.cancel()
-	for _, obj := range initial {
-		if !w.send(ctx, storage.Event{Type: storage.EventAdded, Object: obj, ResourceVersion: obj.ResourceVersion()}) {
-			return
-		}
+	if initial != nil && !w.sendInitial(ctx, initial) {
+		return
 	}
 	if w.plan.InitialEventsEnd {
 		if !w.send(ctx, storage.Event{Type: storage.EventBookmark, ResourceVersion: w.from, InitialEventsEnd: true}) {
@@ -135,6 +142,30 @@ func (w *watcher) run(ctx context.Context, initial []*object.Object, etcdEvents 
 			}
 		}
 	}
+}
+
+// errWatchStopped stops the reading of the initial list when the watch
+// ends.
+var errWatchStopped = errors.New("the watch ended")
+
+// sendInitial delivers the initial list as ADDED events, reading its rest
+// chunk by chunk as the watcher takes them; a failed read is delivered as
+// an ERROR event. It reports whether the watch goes on.
+func (w *watcher) sendInitial(ctx context.Context, initial *storage.List) bool {
+	err := initial.Each(func(obj *object.Object) error {
+		if !w.send(ctx, storage.Event{Type: storage.EventAdded, Object: obj, ResourceVersion: obj.ResourceVersion()}) {
+			return errWatchStopped
+		}
+		return nil
+	})
+	if err == nil {
+		return true
+	}
+	var se *storage.Error
+	if errors.As(err, &se) {
+		w.send(ctx, storage.Event{Type: storage.EventError, Err: se})
+	}
+	return false
 }
 
 // send delivers an event unless the watch ends first.

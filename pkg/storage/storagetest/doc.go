@@ -30,6 +30,12 @@ package storagetest
 // fuzz tests); 410 and the inconsistent-continue token (ListExpired,
 // ListContinueExpired); bad options (ListInvalidOptions).
 //
+// Streamed lists (ListOptions.Stream): ListStreamed (one revision, key
+// order and selectors across chunks, with writes while the stream is
+// open); Streamed runs the whole suite with every list streamed. The
+// etcd3 stores of the suite read lists without a limit in chunks of
+// ChunkKeys keys first, so that every such list spans several chunks.
+//
 // WATCH (KEP-2340's table):
 //
 //	RV      | match        | sendInitialEvents | test

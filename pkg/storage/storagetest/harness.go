@@ -92,6 +92,10 @@ type env struct {
 	hist   *history
 }
 
+// ChunkKeys is the etcd3 stores' ListChunkKeys in the suite: lists
+// without a limit span several chunks even over the small fixtures.
+const ChunkKeys = 3
+
 // newEnv gives a test a fresh resource prefix and a store over it.
 func newEnv(t *testing.T, newStore NewStoreFunc) *env {
 	t.Helper()
@@ -99,7 +103,7 @@ func newEnv(t *testing.T, newStore NewStoreFunc) *env {
 	t.Cleanup(cancel)
 	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
 	prefix := fmt.Sprintf("/storagetest/%d-%s/pods", prefixSeq.Add(1), name)
-	cfg := etcd3.Config{Client: etcdClient, Prefix: prefix, Schema: PodSchema}
+	cfg := etcd3.Config{Client: etcdClient, Prefix: prefix, Schema: PodSchema, ListChunkKeys: ChunkKeys}
 	return &env{t: t, ctx: ctx, store: newStore(t, cfg), prefix: prefix, client: etcdClient, hist: newHistory()}
 }
 
