@@ -90,19 +90,41 @@ func (s *store) Get(ctx context.Context, key string, opts storage.GetOptions) (*
 	return s.servedOrError(s.Interface.Get(ctx, key, opts))
 }
 
+// GetList converts the list's objects; those of a streamed list's rest
+// are converted chunk by chunk as they are read.
 func (s *store) GetList(ctx context.Context, scope string, opts storage.ListOptions) (*storage.List, error) {
 	list, err := s.Interface.GetList(ctx, scope, opts)
 	if err != nil {
 		return nil, err
 	}
 	out := *list
-	out.Items = make([]*object.Object, len(list.Items))
-	for i, o := range list.Items {
-		if out.Items[i], err = s.served(o); err != nil {
-			return nil, err
+	if out.Items, err = s.servedAll(list.Items); err != nil {
+		return nil, err
+	}
+	if list.Rest != nil {
+		out.Rest = func(yield func([]*object.Object) error) error {
+			return list.Rest(func(chunk []*object.Object) error {
+				served, err := s.servedAll(chunk)
+				if err != nil {
+					return err
+				}
+				return yield(served)
+			})
 		}
 	}
 	return &out, nil
+}
+
+// servedAll converts stored objects.
+func (s *store) servedAll(objs []*object.Object) ([]*object.Object, error) {
+	out := make([]*object.Object, len(objs))
+	for i, o := range objs {
+		var err error
+		if out[i], err = s.served(o); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // GuaranteedUpdate hands tryUpdate the served form of the current object

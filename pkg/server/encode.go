@@ -3,7 +3,6 @@ package server
 import (
 	"bufio"
 	"encoding/json"
-	"net/http"
 	"strconv"
 
 	"github.com/watchcache/watchcache/pkg/object"
@@ -11,47 +10,21 @@ import (
 	"github.com/watchcache/watchcache/pkg/storage"
 )
 
-// listBufferSize is the write buffer of a streamed list: large enough that
-// a list costs few writes, small enough that it never holds a whole list.
-const listBufferSize = 64 << 10
-
-// writeList streams a list item by item: the objects' ready bytes are
-// copied into the response, never decoded or re-encoded.
-func writeList(w http.ResponseWriter, kind, apiVersion string, list *storage.List) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, listBufferSize)
-	bw.WriteString(`{"kind":`)
-	writeJSONString(bw, kind)
-	bw.WriteString(`,"apiVersion":`)
-	writeJSONString(bw, apiVersion)
-	bw.WriteString(`,"metadata":`)
-	writeListMeta(bw, list)
-	bw.WriteString(`,"items":[`)
-	for i, item := range list.Items {
-		if i > 0 {
-			bw.WriteByte(',')
-		}
-		item.WriteJSON(bw)
-	}
-	bw.WriteString("]}\n")
-	bw.Flush()
-}
-
-// writeListMeta writes a list's ListMeta.
-func writeListMeta(bw *bufio.Writer, list *storage.List) {
-	bw.WriteString(`{"resourceVersion":"`)
-	bw.WriteString(storage.FormatResourceVersion(list.ResourceVersion))
-	bw.WriteByte('"')
+// appendListMeta appends a list's ListMeta.
+func appendListMeta(buf []byte, list *storage.List) []byte {
+	buf = append(buf, `{"resourceVersion":"`...)
+	buf = strconv.AppendUint(buf, list.ResourceVersion, 10)
+	buf = append(buf, '"')
 	if list.Continue != "" {
-		bw.WriteString(`,"continue":`)
-		writeJSONString(bw, list.Continue)
+		buf = append(buf, `,"continue":`...)
+		data, _ := json.Marshal(list.Continue)
+		buf = append(buf, data...)
 	}
 	if list.RemainingItemCount != nil {
-		bw.WriteString(`,"remainingItemCount":`)
-		bw.WriteString(strconv.FormatInt(*list.RemainingItemCount, 10))
+		buf = append(buf, `,"remainingItemCount":`...)
+		buf = strconv.AppendInt(buf, *list.RemainingItemCount, 10)
 	}
-	bw.WriteByte('}')
+	return append(buf, '}')
 }
 
 func writeJSONString(bw *bufio.Writer, s string) {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"net/http"
 	"runtime"
@@ -30,16 +31,24 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req *request, stor
 		writeError(w, aerr, req.res, "")
 		return
 	}
-	list, err := store.GetList(r.Context(), req.scope(), p.opts)
+	opts := p.opts
+	opts.Stream = true // encoded as it is read
+	list, err := store.GetList(r.Context(), req.scope(), opts)
 	if err != nil {
 		writeError(w, err, req.res, "")
 		return
 	}
+	enc := jsonList(req.res.ListKind(), req.res.GroupVersion())
 	if t := tableRequest(r); t != nil {
-		writeRaw(w, http.StatusOK, t.appendTable(nil, req.res, list.Items, list))
-		return
+		enc = t.tableList(req.res)
 	}
-	writeList(w, req.res.ListKind(), req.res.GroupVersion(), list)
+	if err := streamList(w, list, enc); err != nil && !errors.Is(err, errClientGone) {
+		if s.log != nil {
+			s.log.Warn("list failed after its response began; aborting the response", "resource", req.res.String(), "scope", req.scope(),
+				"resourceVersion", list.ResourceVersion, "err", err)
+		}
+		abortResponse()
+	}
 }
 
 // watch streams events as newline-separated JSON, flushed whenever the

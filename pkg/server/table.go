@@ -1,7 +1,7 @@
 package server
 
 import (
-	"encoding/json"
+	"bufio"
 	"mime"
 	"net/http"
 	"strings"
@@ -48,19 +48,40 @@ func tableRequest(r *http.Request) *tableOptions {
 // if not nil, gives the table's list metadata.
 func (t *tableOptions) appendTable(buf []byte, res *resource.Resource, items []*object.Object, list *storage.List) []byte {
 	columns, stored := tableColumns(res)
+	buf = t.appendTableOpen(buf, columns, list)
+	now := time.Now()
+	for i, obj := range items {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = t.appendRow(buf, columns, obj, stored(obj), now)
+	}
+	return append(buf, "]}"...)
+}
+
+// tableList is the encoding of a list as a Table, one row per item.
+func (t *tableOptions) tableList(res *resource.Resource) listEncoding {
+	columns, stored := tableColumns(res)
+	now := time.Now()
+	var row []byte
+	return listEncoding{
+		open: func(bw *bufio.Writer, list *storage.List) { bw.Write(t.appendTableOpen(nil, columns, list)) },
+		item: func(bw *bufio.Writer, obj *object.Object) {
+			row = t.appendRow(row[:0], columns, obj, stored(obj), now)
+			bw.Write(row)
+		},
+		close: "]}",
+	}
+}
+
+// appendTableOpen appends a Table up to its first row: list, if not nil,
+// gives its list metadata.
+func (t *tableOptions) appendTableOpen(buf []byte, columns table.Printer, list *storage.List) []byte {
 	buf = append(buf, `{"kind":"Table","apiVersion":"`...)
 	buf = append(buf, t.apiVersion...)
 	buf = append(buf, `","metadata":`...)
 	if list != nil {
-		meta := map[string]any{"resourceVersion": storage.FormatResourceVersion(list.ResourceVersion)}
-		if list.Continue != "" {
-			meta["continue"] = list.Continue
-		}
-		if list.RemainingItemCount != nil {
-			meta["remainingItemCount"] = *list.RemainingItemCount
-		}
-		data, _ := json.Marshal(meta)
-		buf = append(buf, data...)
+		buf = appendListMeta(buf, list)
 	} else {
 		buf = append(buf, "{}"...)
 	}
@@ -70,15 +91,7 @@ func (t *tableOptions) appendTable(buf []byte, res *resource.Resource, items []*
 	} else {
 		buf = columns.AppendColumns(buf)
 	}
-	buf = append(buf, `,"rows":[`...)
-	now := time.Now()
-	for i, obj := range items {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = t.appendRow(buf, columns, obj, stored(obj), now)
-	}
-	return append(buf, "]}"...)
+	return append(buf, `,"rows":[`...)
 }
 
 // customPrinters are the printers of custom resources with printer
