@@ -2,10 +2,12 @@ package cacher
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Outcomes of a consistency check (the status label of
@@ -34,44 +36,18 @@ func (c *Cacher) checkConsistencyEvery(ctx context.Context, interval time.Durati
 }
 
 // checkConsistency compares the cache's newest snapshot with etcd's state
-// at the same revision (an Exact list, paged), object by object (key and
-// resourceVersion). On a difference it logs the first differing key, stops
-// serving consistent and exact-revision reads from this cache (they go to
-// etcd) and makes the cache list again; reads return to the cache once the
-// new list is in.
+// at the same revision, object by object (key and resourceVersion). On a
+// difference it logs the first differing key, stops serving consistent and
+// exact-revision reads from this cache (they go to etcd) and makes the
+// cache list again; reads return to the cache once the new list is in.
 func (c *Cacher) checkConsistency(ctx context.Context) string {
 	sn := c.newest.Load()
-	rv := storage.FormatResourceVersion(sn.rv)
-	opts := storage.ListOptions{ResourceVersion: rv, ResourceVersionMatch: "Exact", Limit: listPageSize}
-	var diff string
-	cached := make([]*object.Object, 0, sn.objects.Len())
-	sn.objects.Ascend(func(o *object.Object) bool {
-		cached = append(cached, o)
-		return true
-	})
-	i := 0
-	for {
-		list, err := c.store.GetList(ctx, "", opts)
-		if err != nil {
-			// Compacted meanwhile, or etcd trouble: no verdict.
-			return checkError
-		}
-		for _, o := range list.Items {
-			if i >= len(cached) || cached[i].Key() != o.Key() || cached[i].ResourceVersion() != o.ResourceVersion() {
-				diff = firstDifference(cached, i, o)
-				break
-			}
-			i++
-		}
-		if diff != "" || list.Continue == "" {
-			break
-		}
-		opts = storage.ListOptions{Continue: list.Continue, Limit: listPageSize}
-	}
-	if diff == "" && i < len(cached) {
-		diff = "etcd has no " + cached[i].String()
-	}
-	if diff == "" {
+	diff, err := c.firstDifference(ctx, sn)
+	switch {
+	case err != nil:
+		// Compacted meanwhile, or etcd trouble: no verdict.
+		return checkError
+	case diff == "":
 		return checkSuccess
 	}
 	c.log.Error("watch cache is inconsistent with etcd; serving consistent and exact reads from etcd and listing again",
@@ -81,17 +57,73 @@ func (c *Cacher) checkConsistency(ctx context.Context) string {
 	return checkFailure
 }
 
-// firstDifference describes where the cache's objects (from index i) and
-// etcd's object o first disagree.
-func firstDifference(cached []*object.Object, i int, o *object.Object) string {
-	switch {
-	case i >= len(cached):
-		return "the cache has no " + o.String()
-	case cached[i].Key() == o.Key():
-		return "the cache has " + cached[i].String() + ", etcd has " + o.String()
-	case cached[i].Key() < o.Key():
-		return "etcd has no " + cached[i].String()
-	default:
-		return "the cache has no " + o.String()
+// errDifferent stops the reading of etcd's list at the first difference.
+var errDifferent = errors.New("different")
+
+// firstDifference describes the first object in key order where sn and
+// etcd's state at sn's revision differ ("" if they agree). etcd's state is
+// read as a streamed list (an Exact list without a limit, in chunks at that
+// revision) and each chunk is compared with the snapshot's objects over the
+// same keys as it comes, so that the check holds one chunk of etcd's
+// objects at a time, however large the resource.
+func (c *Cacher) firstDifference(ctx context.Context, sn *snapshot) (string, error) {
+	list, err := c.store.GetList(ctx, "", storage.ListOptions{ResourceVersion: storage.FormatResourceVersion(sn.rv),
+		ResourceVersionMatch: metav1.ResourceVersionMatchExact, Stream: true})
+	if err != nil {
+		return "", err
 	}
+	var diff string
+	from := "" // the snapshot's objects before this key are compared
+	var cached []*object.Object
+	err = list.Chunks(func(chunk []*object.Object) error {
+		// The snapshot's objects up to the chunk's last key.
+		last := chunk[len(chunk)-1].Key()
+		cached = cached[:0]
+		sn.objects.AscendGreaterOrEqual(keyProbe(from), func(o *object.Object) bool {
+			if o.Key() > last {
+				return false
+			}
+			cached = append(cached, o)
+			return true
+		})
+		from = last + "\x00"
+		if diff = compareObjects(cached, chunk); diff != "" {
+			return errDifferent
+		}
+		return nil
+	})
+	if diff != "" {
+		return diff, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	sn.objects.AscendGreaterOrEqual(keyProbe(from), func(o *object.Object) bool {
+		diff = "etcd has no " + o.String()
+		return false
+	})
+	return diff, nil
+}
+
+// compareObjects describes the first difference between the cache's and
+// etcd's objects over the same range of keys, both in key order.
+func compareObjects(cached, etcd []*object.Object) string {
+	for i, o := range etcd {
+		switch {
+		case i >= len(cached):
+			return "the cache has no " + o.String()
+		case cached[i].Key() == o.Key() && cached[i].ResourceVersion() == o.ResourceVersion():
+			continue
+		case cached[i].Key() == o.Key():
+			return "the cache has " + cached[i].String() + ", etcd has " + o.String()
+		case cached[i].Key() < o.Key():
+			return "etcd has no " + cached[i].String()
+		default:
+			return "the cache has no " + o.String()
+		}
+	}
+	if len(cached) > len(etcd) {
+		return "etcd has no " + cached[len(etcd)].String()
+	}
+	return ""
 }

@@ -38,6 +38,11 @@
 //     ahead of etcd.
 //   - Filtered lists scan memory without the etcd3 store's bound on range
 //     reads, so a page is always full (limit items) when more exist.
+//   - A list served from memory is complete even when the caller asked
+//     for a stream (ListOptions.Stream): its objects are in memory anyway.
+//     The lists the cache delegates to etcd (not ready, gate off,
+//     fallback, exact revisions older than its snapshots, while found
+//     inconsistent) are etcd3's, streamed in chunks when asked.
 //   - A revision written by a multi-key etcd transaction is applied event
 //     by event; a snapshot is published only after the revision's last
 //     event that the watch has delivered, which is the whole revision
