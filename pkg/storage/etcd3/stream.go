@@ -2,14 +2,18 @@ package etcd3
 
 import (
 	"context"
+	"io"
+	"math"
 	"sync/atomic"
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/metrics"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -161,28 +165,27 @@ func (c *chunkReader) get(limit int64) (items []*object.Object, more bool, err e
 
 // rangeStream reads the rest of the range with one RangeStream RPC at the
 // list's revision, yielding each chunk etcd sends. It reports whether etcd
-// lacks the RPC (it then yielded nothing).
+// lacks the RPC (it then yielded nothing). The stream is received on the
+// caller's goroutine (not through clientv3's GetStream, whose goroutine
+// and channel hold two more chunks ahead), so that the process holds the
+// chunk being handed on and what gRPC's flow-control window lets in.
 func (c *chunkReader) rangeStream(yield func([]*object.Object) error) (unimplemented bool, err error) {
 	ctx, cancel := context.WithCancel(c.ctx)
-	chunks, err := c.store.client.GetStream(ctx, c.from, clientv3.WithRange(c.end), clientv3.WithRev(c.rev))
+	defer cancel() // ends the RPC if we stop early
+	stream, err := clientv3.RetryKVClient(c.store.client).RangeStream(ctx,
+		&etcdserverpb.RangeRequest{Key: []byte(c.from), RangeEnd: []byte(c.end), Revision: c.rev}, rangeStreamCallOptions...)
 	if err != nil {
-		cancel()
-		return status.Code(err) == codes.Unimplemented, interpret(err, c.scope)
+		return status.Code(err) == codes.Unimplemented, interpret(clientv3.ContextError(ctx, err), c.scope)
 	}
-	defer func() {
-		// The client's goroutine ends once it has delivered the error the
-		// cancellation causes.
-		cancel()
-		for range chunks {
+	for first := true; ; first = false {
+		resp, err := stream.Recv()
+		if err == io.EOF {
+			return false, nil
 		}
-	}()
-	first := true
-	for resp := range chunks {
-		if err := resp.Err(); err != nil {
-			return first && status.Code(err) == codes.Unimplemented, interpret(err, c.scope)
+		if err != nil {
+			return first && status.Code(err) == codes.Unimplemented, interpret(clientv3.ContextError(ctx, err), c.scope)
 		}
-		first = false
-		items, err := c.decode(resp.Kvs)
+		items, err := c.decode(resp.GetRangeResponse().GetKvs())
 		if err != nil {
 			return false, err
 		}
@@ -192,8 +195,13 @@ func (c *chunkReader) rangeStream(yield func([]*object.Object) error) (unimpleme
 			}
 		}
 	}
-	return false, nil
 }
+
+// rangeStreamCallOptions are clientv3's defaults for its own calls: wait
+// for a connection rather than fail at once, and take messages of any size
+// (etcd sizes chunks by its --max-request-bytes, which may exceed gRPC's
+// default limit of 4 MiB).
+var rangeStreamCallOptions = []grpc.CallOption{grpc.WaitForReady(true), grpc.MaxCallRecvMsgSize(math.MaxInt32)}
 
 // decode builds the records of one chunk's key-values and keeps those the
 // selectors match; it moves c.from past the chunk.
