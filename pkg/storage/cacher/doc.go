@@ -4,8 +4,8 @@
 //
 // # How it works
 //
-// A reflector lists the resource from etcd in pages of 10,000 at one
-// revision, then watches from that revision, applying events in revision
+// A reflector lists the resource from etcd at one revision (a stream of
+// chunks, see etcd3), then watches from that revision, applying events in revision
 // order to a copy-on-write B-tree of object records (pkg/object: ready
 // bytes, decoded once) and B-tree secondary indexes. After the events of
 // each revision a snapshot (an O(1) clone) is published; snapshots are kept

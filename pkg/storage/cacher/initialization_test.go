@@ -20,10 +20,9 @@ import (
 
 // holdingStore is the test hook of these tests: a storage.Interface double
 // over a real etcd3 store that can hold the cache in initialization. While
-// held, the first page of the reflector's list blocks until the test
-// releases it; every other
-// read passes through, and gets and lists are counted (the reflector's
-// pages are not). When failWatch is set, the first watch fails once
+// held, the reflector's list blocks until the test releases it; every
+// other read passes through, and gets and lists are counted (the
+// reflector's are not). When failWatch is set, the first watch fails once
 // failWatch is closed (as in compaction_test.go), which makes the cache
 // list again.
 type holdingStore struct {
@@ -43,13 +42,11 @@ func (s *holdingStore) Get(ctx context.Context, key string, opts storage.GetOpti
 
 func (s *holdingStore) GetList(ctx context.Context, scope string, opts storage.ListOptions) (*storage.List, error) {
 	switch {
-	case IsReflectorList(ctx) && opts.Continue == "":
+	case IsReflectorList(ctx):
 		s.initial.Add(1)
 		if err := s.Pass(ctx); err != nil {
 			return nil, err
 		}
-	case IsReflectorList(ctx):
-		// A later page of the reflector's list.
 	default:
 		s.lists.Add(1)
 	}

@@ -6,40 +6,18 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
-)
-
-// The initial list from etcd comes in pages: the first of firstPageSize
-// objects, then of about listPageBytes, within minPageSize and
-// listPageSize objects, by the size of the last page's objects. A page is
-// received whole (etcd's response, then the decoded objects) before its
-// objects join the cache, so pages of large objects would otherwise make
-// the process's peak memory, which the OS keeps charging it for, far larger
-// than the cache (10,000 objects of 100 KB are a 1 GB response).
-const (
-	firstPageSize = 500
-	listPageSize  = 10000
-	listPageBytes = 32 << 20
-	minPageSize   = 100
 )
 
 // reflectorListKey marks the context of the reflector's list requests.
 type reflectorListKey struct{}
 
-// IsReflectorList reports whether a store's GetList call is a page of a
-// watch cache's own list from etcd (its initialization), rather than a
-// client's list passed through; store wrappers, such as tests' hooks, use
-// it to tell them apart.
+// IsReflectorList reports whether a store's GetList call is a watch
+// cache's own list from etcd (its initialization), rather than a client's
+// list passed through; store wrappers, such as tests' hooks, use it to
+// tell them apart.
 func IsReflectorList(ctx context.Context) bool { return ctx.Value(reflectorListKey{}) != nil }
-
-// nextPageSize returns the limit of the next page, given the last page's
-// object count and size.
-func nextPageSize(objects, bytes int) int64 {
-	if objects == 0 || bytes == 0 {
-		return firstPageSize
-	}
-	return int64(min(max(listPageBytes/(bytes/objects), minPageSize), listPageSize))
-}
 
 // Backoff between failed list-and-watch attempts.
 const (
@@ -78,30 +56,23 @@ func (c *Cacher) reflect(ctx context.Context) {
 	}
 }
 
-// listAndWatch lists the resource in pages at one revision, publishes it,
-// and applies the watch from that revision until it fails.
+// listAndWatch lists the resource at one revision, publishes it, and
+// applies the watch from that revision until it fails. The list is a
+// stream (etcd3 reads it in chunks): each chunk's objects join the state
+// as they arrive, so the process holds the cache and one chunk, never the
+// whole raw response besides the cache. A failure in the middle (etcd
+// compacted the list's revision) fails the attempt, as any list error.
 func (c *Cacher) listAndWatch(ctx context.Context) error {
 	start := time.Now()
 	st := newState(c.indexed)
-	opts := storage.ListOptions{Limit: nextPageSize(0, 0)}
-	listCtx := context.WithValue(ctx, reflectorListKey{}, true)
-	for {
-		list, err := c.store.GetList(listCtx, "", opts)
-		if err != nil {
-			return err
-		}
-		pageBytes := 0
-		for _, obj := range list.Items {
-			st.put(obj)
-			pageBytes += len(obj.Stored())
-		}
-		opts.Limit = nextPageSize(len(list.Items), pageBytes)
-		st.rv = list.ResourceVersion
-		if list.Continue == "" {
-			break
-		}
-		opts.Continue = list.Continue
+	list, err := c.store.GetList(context.WithValue(ctx, reflectorListKey{}, true), "", storage.ListOptions{Stream: true})
+	if err != nil {
+		return err
 	}
+	if err := list.Each(func(obj *object.Object) error { st.put(obj); return nil }); err != nil {
+		return err
+	}
+	st.rv = list.ResourceVersion
 	sn := st.snapshot()
 	c.history.reset(sn, time.Now())
 	c.watchMu.Lock()

@@ -173,3 +173,58 @@ func TestListsFromEtcdAreStreamed(t *testing.T) {
 		}
 	}
 }
+
+// TestReflectorListsInChunks: the cache's own list is a stream read chunk
+// by chunk into the cache; when etcd compacts its revision before the
+// rest is read, the attempt fails and the cache lists again, and is then
+// ready with every object.
+func TestReflectorListsInChunks(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	etcdStore := etcd3.New(etcd3.Config{Client: storagetest.Client(), Prefix: "/reflector-stream-test/pods", Schema: storagetest.PodSchema,
+		ListChunkKeys: storagetest.ChunkKeys, NoRangeStream: true})
+	const n = 40
+	for i := range n {
+		name := fmt.Sprintf("p%02d", i)
+		if _, err := etcdStore.Create(ctx, "ns/"+name, []byte(`{"metadata":{"name":"`+name+`","namespace":"ns"}}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := &compactingRecorder{streamRecorder: streamRecorder{Interface: etcdStore}, store: etcdStore}
+	c := New(Config{Store: rec})
+	defer c.Stop()
+	for deadline := time.Now().Add(10 * time.Second); !c.Ready(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the cache is not ready after 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	sn := c.newest.Load()
+	if rec.lists.Load() != 2 || sn.objects.Len() != n+1 || rec.chunks.Load() < n/storagetest.ChunkKeys {
+		t.Fatalf("%d lists, %d chunks after the first, %d objects cached; want 2 lists (the first compacted), %d objects",
+			rec.lists.Load(), rec.chunks.Load(), sn.objects.Len(), n+1)
+	}
+}
+
+// compactingRecorder compacts etcd past the revision of the first
+// reflector list it passes, once that list's first chunk is read.
+type compactingRecorder struct {
+	streamRecorder
+	store *etcd3.Store
+	lists atomic.Int64
+}
+
+func (s *compactingRecorder) GetList(ctx context.Context, scope string, opts storage.ListOptions) (*storage.List, error) {
+	list, err := s.streamRecorder.GetList(ctx, scope, opts)
+	if err != nil || !IsReflectorList(ctx) || s.lists.Add(1) > 1 {
+		return list, err
+	}
+	later, err := s.store.Create(ctx, "ns/later", []byte(`{"metadata":{"name":"later","namespace":"ns"}}`))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := storagetest.Client().Compact(ctx, int64(later.ResourceVersion())); err != nil {
+		return nil, err
+	}
+	return list, nil
+}

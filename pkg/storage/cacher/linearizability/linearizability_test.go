@@ -602,7 +602,7 @@ type laggingStore struct {
 	mu            sync.Mutex
 	watchers      []*laggingWatcher
 	// gets and lists count reads delegated by the cache; relists count the
-	// reflector's paged lists (the only ones with a limit here).
+	// reflector's lists.
 	gets, lists, relists atomic.Int64
 }
 
@@ -612,7 +612,7 @@ func (s *laggingStore) Get(ctx context.Context, key string, opts storage.GetOpti
 }
 
 func (s *laggingStore) GetList(ctx context.Context, scope string, opts storage.ListOptions) (*storage.List, error) {
-	if opts.Limit > 0 {
+	if cacher.IsReflectorList(ctx) {
 		s.relists.Add(1)
 	} else {
 		s.lists.Add(1)
