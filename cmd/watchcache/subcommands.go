@@ -17,12 +17,39 @@ import (
 )
 
 // runEtcd is `watchcache etcd`: only the embedded etcd, until SIGINT or
-// SIGTERM. The benchmark runs etcd this way, in its own process.
+// SIGTERM. The benchmark runs etcd this way, in its own process; with etcd's
+// cluster flags, several of them form a cluster.
 func runEtcd(args []string) error {
+	cfg, err := parseEtcdFlags(args)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	e, err := etcdembed.StartContext(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	fmt.Printf("etcd is serving on %s\n", e.Endpoint)
+	select {
+	case <-ctx.Done():
+	case err := <-e.Err():
+		return err
+	case <-e.StopNotify():
+		return errors.New("etcd stopped")
+	}
+	return nil
+}
+
+// parseEtcdFlags parses `watchcache etcd`'s flags, which are etcd's own
+// (names and meanings) but for --etcd-client-port and the defaults of a
+// single member: loopback, and short raft ticks unless given.
+func parseEtcdFlags(args []string) (etcdembed.Config, error) {
 	var cfg etcdembed.Config
 	fs := flag.NewFlagSet("watchcache etcd", flag.ContinueOnError)
 	fs.StringVar(&cfg.DataDir, "data-dir", "watchcache-data", "where etcd keeps its data")
-	fs.IntVar(&cfg.ClientPort, "etcd-client-port", 2379, "loopback port to serve clients on (0: any free port)")
+	fs.IntVar(&cfg.ClientPort, "etcd-client-port", 2379, "loopback port to serve clients on (0: any free port); --listen-client-urls replaces it")
 	fs.BoolVar(&cfg.UnsafeNoFsync, "unsafe-no-fsync", false, "do not fsync writes (a crash loses acknowledged writes; for benchmarks)")
 	fs.Int64Var(&cfg.QuotaBackendBytes, "quota-backend-bytes", 0, "size at which etcd refuses writes (0: etcd's default, 2 GiB)")
 	// etcd's own TLS flags, with its names and meanings.
@@ -30,32 +57,52 @@ func runEtcd(args []string) error {
 	fs.StringVar(&cfg.ClientTLS.KeyFile, "key-file", "", "key of --cert-file")
 	fs.StringVar(&cfg.ClientTLS.TrustedCAFile, "trusted-ca-file", "", "CA bundle client certificates must chain to (implies --client-cert-auth)")
 	fs.BoolVar(&cfg.ClientTLS.ClientCertAuth, "client-cert-auth", false, "require a client certificate")
-	fs.StringVar(&cfg.PeerTLS.CertFile, "peer-cert-file", "", "peer certificate (accepted for etcd's sake; the one member has no peer listener)")
+	fs.StringVar(&cfg.PeerTLS.CertFile, "peer-cert-file", "", "certificate (PEM) to serve peers and to dial them with, over https peer URLs")
 	fs.StringVar(&cfg.PeerTLS.KeyFile, "peer-key-file", "", "key of --peer-cert-file")
 	fs.StringVar(&cfg.PeerTLS.TrustedCAFile, "peer-trusted-ca-file", "", "CA bundle peer certificates must chain to")
 	fs.BoolVar(&cfg.PeerTLS.ClientCertAuth, "peer-client-cert-auth", false, "require a peer certificate")
+	// etcd's own clustering flags.
+	fs.StringVar(&cfg.Name, "name", "watchcache", "member name")
+	fs.StringVar(&cfg.InitialCluster, "initial-cluster", "", "the members of a new cluster, name=peerURL,...; empty with no peer URLs: a single member without a peer listener")
+	fs.StringVar(&cfg.InitialClusterState, "initial-cluster-state", "new", "new (form the cluster) or existing (join it); ignored once the data dir holds a member")
+	fs.StringVar(&cfg.InitialClusterToken, "initial-cluster-token", "etcd-cluster", "token of the cluster, unique to it, while it forms")
+	fs.Func("listen-peer-urls", "comma-separated URLs to listen on for peers (default: --initial-advertise-peer-urls)", urlList(&cfg.ListenPeerURLs))
+	fs.Func("initial-advertise-peer-urls", "comma-separated peer URLs of this member (default: its URLs in --initial-cluster)", urlList(&cfg.AdvertisePeerURLs))
+	fs.Func("listen-client-urls", "comma-separated URLs to listen on for clients (default: 127.0.0.1 on --etcd-client-port)", urlList(&cfg.ListenClientURLs))
+	fs.Func("advertise-client-urls", "comma-separated client URLs of this member (default: --listen-client-urls)", urlList(&cfg.AdvertiseClientURLs))
+	heartbeat := fs.Uint("heartbeat-interval", 100, "time (ms) of a heartbeat interval; a single member without cluster flags uses 10 unless given")
+	election := fs.Uint("election-timeout", 1000, "time (ms) of an election timeout; a single member without cluster flags uses 100 unless given")
+	fs.Uint64Var(&cfg.SnapshotCount, "snapshot-count", 0, "committed transactions that trigger a snapshot to disk (0: etcd's default, 10000)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cfg, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+		return cfg, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	if (cfg.ClientTLS.CertFile == "") != (cfg.ClientTLS.KeyFile == "") || (cfg.PeerTLS.CertFile == "") != (cfg.PeerTLS.KeyFile == "") {
-		return errors.New("--cert-file and --key-file go together, and so do --peer-cert-file and --peer-key-file")
+	if flagGiven(fs, "heartbeat-interval") || flagGiven(fs, "election-timeout") {
+		// Given one, the other is etcd's default too.
+		cfg.HeartbeatInterval = time.Duration(*heartbeat) * time.Millisecond
+		cfg.ElectionTimeout = time.Duration(*election) * time.Millisecond
+		if cfg.HeartbeatInterval == 0 || cfg.ElectionTimeout == 0 {
+			return cfg, errors.New("--heartbeat-interval and --election-timeout must be >0")
+		}
 	}
-	if cfg.ClientTLS.CertFile == "" && (cfg.ClientTLS.TrustedCAFile != "" || cfg.ClientTLS.ClientCertAuth) {
-		return errors.New("--trusted-ca-file and --client-cert-auth need --cert-file")
+	return cfg, cfg.Validate()
+}
+
+// urlList parses a comma-separated list of URLs into dst, leaving their
+// checks to etcdembed.Config.Validate.
+func urlList(dst *[]string) func(string) error {
+	return func(v string) error {
+		*dst = nil
+		for _, item := range strings.Split(v, ",") {
+			if item = strings.TrimSpace(item); item == "" {
+				return fmt.Errorf("an empty URL in %q", v)
+			}
+			*dst = append(*dst, item)
+		}
+		return nil
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	e, err := etcdembed.Start(cfg)
-	if err != nil {
-		return err
-	}
-	defer e.Close()
-	fmt.Printf("etcd is serving on %s\n", e.Endpoint)
-	<-ctx.Done()
-	return nil
 }
 
 // parseBenchFlags parses `watchcache bench`'s flags over the defaults.

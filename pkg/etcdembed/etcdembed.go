@@ -1,14 +1,23 @@
-// Package etcdembed runs an etcd server inside the current process, on
-// loopback, for the watchcache binary and for tests.
+// Package etcdembed runs an etcd server inside the current process, for the
+// watchcache binary and for tests: by default a single member on loopback,
+// or one member of a multi-member cluster.
 //
-// It has no peer listener: a single member never talks to a peer, so its
-// peer URL is only advertised (raft needs one in the member list) and
-// nothing listens on it. Clients are served over TLS when ClientTLS names a
-// certificate, and then, with ClientTLS.ClientCertAuth, only to clients
-// whose certificate the trusted CA signed.
+// A single member (no InitialCluster and no peer URLs, the default) has no
+// peer listener: it never talks to a peer, so its peer URL is only
+// advertised (raft needs one in the member list) and nothing listens on it.
+// A member of a cluster listens for its peers on ListenPeerURLs, over TLS
+// with PeerTLS, and is formed and joined with etcd's own bootstrap settings
+// (InitialCluster, InitialClusterState, InitialClusterToken), which etcd
+// ignores once the data dir holds a member: restarting on the same data dir
+// with the same Config rejoins the cluster.
+//
+// Clients are served over TLS when ClientTLS names a certificate, and then,
+// with ClientTLS.ClientCertAuth, only to clients whose certificate the
+// trusted CA signed.
 package etcdembed
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -16,20 +25,25 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
+	"go.etcd.io/etcd/client/pkg/v3/types"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
 
 // Config says how to run the embedded etcd. The zero value is not usable:
-// DataDir is required.
+// DataDir is required. Fields named after an etcd flag have that flag's
+// meaning.
 type Config struct {
 	// DataDir holds etcd's data; it is created if missing.
 	DataDir string
 	// ClientPort is the loopback port served to clients; 0 picks a free one.
+	// Unused when ListenClientURLs is given.
 	ClientPort int
 	// UnsafeNoFsync turns off fsync. Only for tests: a crash loses writes.
 	UnsafeNoFsync bool
@@ -49,16 +63,58 @@ type Config struct {
 	// ClientTLS.TrustedCAFile to verify the server); used only with
 	// ClientTLS.
 	ClientCert, ClientKey string
-	// PeerTLS is etcd's peer TLS (--peer-cert-file and the others). It is
-	// passed on to etcd, though the one member has no peer to talk to.
+	// PeerTLS is etcd's peer TLS (--peer-cert-file, --peer-key-file,
+	// --peer-trusted-ca-file, --peer-client-cert-auth): peers are served and
+	// dialed with it, over https peer URLs. A single member only advertises
+	// an https peer URL with it.
 	PeerTLS transport.TLSInfo
+
+	// Name is the member's name (etcd's --name); empty means "watchcache".
+	Name string
+	// InitialCluster is etcd's --initial-cluster: comma-separated
+	// name=peerURL pairs naming every member of a new cluster (a name may
+	// repeat, once per peer URL). Empty with peer URLs given: this member
+	// alone, with them. Empty with no peer URLs either: a single member
+	// without a peer listener.
+	InitialCluster string
+	// InitialClusterState is etcd's --initial-cluster-state: "new" (or
+	// empty) to form a cluster, "existing" to join one that already added
+	// this member (etcdctl member add).
+	InitialClusterState string
+	// InitialClusterToken is etcd's --initial-cluster-token; empty means
+	// etcd's "etcd-cluster".
+	InitialClusterToken string
+	// ListenPeerURLs is etcd's --listen-peer-urls; empty in a cluster means
+	// AdvertisePeerURLs.
+	ListenPeerURLs []string
+	// AdvertisePeerURLs is etcd's --initial-advertise-peer-urls; empty
+	// means this member's URLs in InitialCluster, or else ListenPeerURLs.
+	AdvertisePeerURLs []string
+	// ListenClientURLs is etcd's --listen-client-urls; given, it replaces
+	// ClientPort.
+	ListenClientURLs []string
+	// AdvertiseClientURLs is etcd's --advertise-client-urls; empty means
+	// ListenClientURLs. The first one is the Server's Endpoint.
+	AdvertiseClientURLs []string
+	// HeartbeatInterval and ElectionTimeout are etcd's --heartbeat-interval
+	// and --election-timeout (whole milliseconds). Zero means etcd's 100ms
+	// and 1s for a member of a cluster, and 10ms and 100ms for a single
+	// member, which then elects itself within tens of milliseconds.
+	HeartbeatInterval, ElectionTimeout time.Duration
+	// SnapshotCount is etcd's --snapshot-count; 0 keeps etcd's default
+	// (10,000 applied entries between snapshots).
+	SnapshotCount uint64
+	// ReadyTimeout bounds how long Start waits for the member to serve; 0
+	// means 1 minute for a single member and 10 minutes for a member of a
+	// cluster, which serves only once a quorum of members is up.
+	ReadyTimeout time.Duration
 }
 
 // Server is a running embedded etcd.
 type Server struct {
 	etcd *embed.Etcd
 	// Endpoint is the client URL, e.g. http://127.0.0.1:2379, or
-	// https://127.0.0.1:2379 with ClientTLS.
+	// https://127.0.0.1:2379 with ClientTLS: the first advertised one.
 	Endpoint string
 	// clientTLS is how NewClient connects (nil: plain).
 	clientTLS *tls.Config
@@ -68,70 +124,279 @@ type Server struct {
 // someone else before etcd binds it.
 const startAttempts = 5
 
+// Default ticks and ready timeouts (see Config).
+const (
+	singleHeartbeat, singleElection         = 10 * time.Millisecond, 100 * time.Millisecond
+	clusterHeartbeat, clusterElection       = 100 * time.Millisecond, time.Second
+	singleReadyTimeout, clusterReadyTimeout = time.Minute, 10 * time.Minute
+)
+
 // Start launches etcd and waits until it serves requests.
 func Start(cfg Config) (*Server, error) {
-	if cfg.DataDir == "" {
-		return nil, errors.New("etcdembed: DataDir is required")
+	return StartContext(context.Background(), cfg)
+}
+
+// StartContext is Start, giving up when ctx ends: a member of a new cluster
+// waits for a quorum of its peers.
+func StartContext(ctx context.Context, cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("etcdembed: %w", err)
 	}
 	var lastErr error
 	for attempt := 0; attempt < startAttempts; attempt++ {
-		s, err := start(cfg)
+		s, err := start(ctx, cfg)
 		if err == nil {
 			return s, nil
 		}
 		lastErr = err
-		if cfg.ClientPort != 0 {
+		if cfg.ClientPort != 0 || len(cfg.ListenClientURLs) > 0 || cfg.clustered() || ctx.Err() != nil {
 			break
 		}
 	}
 	return nil, lastErr
 }
 
-func start(cfg Config) (*Server, error) {
+// Validate reports a Config etcd would refuse or misread, naming the etcd
+// flag at fault: a bad URL, a Name missing from InitialCluster, a TLS
+// certificate without its key, https URLs without a certificate.
+func (c Config) Validate() error {
+	if c.DataDir == "" {
+		return errors.New("DataDir is required")
+	}
+	port := c.ClientPort
+	if port == 0 {
+		port = 1 // any port, to check the rest
+	}
+	ec, err := c.embedConfig(port)
+	if err != nil {
+		return err
+	}
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	return ec.Validate()
+}
+
+// clustered says whether c asks for a member of a cluster rather than the
+// default single member without a peer listener.
+func (c Config) clustered() bool {
+	return c.InitialCluster != "" || len(c.ListenPeerURLs) > 0 || len(c.AdvertisePeerURLs) > 0
+}
+
+// embedConfig checks c and turns it into etcd's configuration, serving
+// clients on clientPort unless ListenClientURLs is given.
+func (c Config) embedConfig(clientPort int) (*embed.Config, error) {
+	if err := checkTLSFlags(c.ClientTLS, ""); err != nil {
+		return nil, err
+	}
+	if err := checkTLSFlags(c.PeerTLS, "peer-"); err != nil {
+		return nil, err
+	}
+	ec := embed.NewConfig()
+	ec.Name = c.Name
+	if ec.Name == "" {
+		ec.Name = "watchcache"
+	}
+	ec.Dir = c.DataDir
+	ec.WalDir = filepath.Join(c.DataDir, "wal")
+	ec.ClientTLSInfo = c.ClientTLS
+	ec.PeerTLSInfo = c.PeerTLS
+	if c.InitialClusterToken != "" {
+		ec.InitialClusterToken = c.InitialClusterToken
+	}
+	switch c.InitialClusterState {
+	case "", embed.ClusterStateFlagNew:
+		ec.ClusterState = embed.ClusterStateFlagNew
+	case embed.ClusterStateFlagExisting:
+		if c.InitialCluster == "" {
+			return nil, errors.New("--initial-cluster-state existing needs --initial-cluster")
+		}
+		ec.ClusterState = embed.ClusterStateFlagExisting
+	default:
+		return nil, fmt.Errorf("--initial-cluster-state %q: must be new or existing", c.InitialClusterState)
+	}
+
+	// Clients.
+	if len(c.ListenClientURLs) > 0 {
+		var err error
+		if ec.ListenClientUrls, err = parseURLs("--listen-client-urls", c.ListenClientURLs, c.ClientTLS, ""); err != nil {
+			return nil, err
+		}
+		advertise := c.AdvertiseClientURLs
+		if len(advertise) == 0 {
+			for _, u := range ec.ListenClientUrls {
+				if ip := net.ParseIP(u.Hostname()); ip != nil && ip.IsUnspecified() {
+					return nil, fmt.Errorf("--advertise-client-urls is required when --listen-client-urls has %s", u.Host)
+				}
+			}
+			advertise = c.ListenClientURLs
+		}
+		if ec.AdvertiseClientUrls, err = parseURLs("--advertise-client-urls", advertise, c.ClientTLS, ""); err != nil {
+			return nil, err
+		}
+	} else {
+		if len(c.AdvertiseClientURLs) > 0 {
+			return nil, errors.New("--advertise-client-urls needs --listen-client-urls")
+		}
+		u := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", clientPort)}
+		if c.ClientTLS.CertFile != "" {
+			u.Scheme = "https"
+		}
+		ec.ListenClientUrls = []url.URL{u}
+		ec.AdvertiseClientUrls = []url.URL{u}
+	}
+
+	// Peers.
+	if !c.clustered() {
+		ec.ListenPeerUrls = nil
+		u := url.URL{Scheme: "http", Host: "127.0.0.1:2380"}
+		if c.PeerTLS.CertFile != "" {
+			u.Scheme = "https"
+		}
+		ec.AdvertisePeerUrls = []url.URL{u}
+		ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	} else {
+		var err error
+		var members types.URLsMap
+		if c.InitialCluster != "" {
+			if members, err = types.NewURLsMap(c.InitialCluster); err != nil {
+				return nil, fmt.Errorf("--initial-cluster %q: %w", c.InitialCluster, err)
+			}
+			for name, urls := range members {
+				if name == "" {
+					return nil, fmt.Errorf("--initial-cluster %q: a member without a name", c.InitialCluster)
+				}
+				if err := checkScheme("--initial-cluster", urls, c.PeerTLS, "peer-"); err != nil {
+					return nil, err
+				}
+			}
+			if _, ok := members[ec.Name]; !ok {
+				return nil, fmt.Errorf("--name %q is not in --initial-cluster %q", ec.Name, c.InitialCluster)
+			}
+		}
+		advertise, listen := c.AdvertisePeerURLs, c.ListenPeerURLs
+		if len(advertise) == 0 && members != nil {
+			advertise = members[ec.Name].StringSlice()
+		}
+		if len(advertise) == 0 {
+			advertise = listen
+		}
+		if len(listen) == 0 {
+			listen = advertise
+		}
+		if ec.AdvertisePeerUrls, err = parseURLs("--initial-advertise-peer-urls", advertise, c.PeerTLS, "peer-"); err != nil {
+			return nil, err
+		}
+		if ec.ListenPeerUrls, err = parseURLs("--listen-peer-urls", listen, c.PeerTLS, "peer-"); err != nil {
+			return nil, err
+		}
+		for _, u := range ec.AdvertisePeerUrls {
+			if ip := net.ParseIP(u.Hostname()); ip != nil && ip.IsUnspecified() {
+				return nil, fmt.Errorf("--initial-advertise-peer-urls: %s is not an address peers can reach", u.Host)
+			}
+		}
+		if members == nil {
+			ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+		} else {
+			ec.InitialCluster = c.InitialCluster
+			own := types.URLs(slices.Clone(ec.AdvertisePeerUrls))
+			own.Sort()
+			if own.String() != members[ec.Name].String() {
+				return nil, fmt.Errorf("--initial-cluster has %s=%s but --initial-advertise-peer-urls is %s", ec.Name, members[ec.Name], own)
+			}
+		}
+	}
+
+	// Raft timing and the rest.
+	heartbeat, election := singleHeartbeat, singleElection
+	if c.clustered() {
+		heartbeat, election = clusterHeartbeat, clusterElection
+	}
+	if c.HeartbeatInterval != 0 {
+		heartbeat = c.HeartbeatInterval
+	}
+	if c.ElectionTimeout != 0 {
+		election = c.ElectionTimeout
+	}
+	if heartbeat < 0 || election < 0 {
+		return nil, errors.New("--heartbeat-interval and --election-timeout must be positive")
+	}
+	ec.TickMs = uint(heartbeat / time.Millisecond)
+	ec.ElectionMs = uint(election / time.Millisecond)
+	if c.SnapshotCount > 0 {
+		ec.SnapshotCount = c.SnapshotCount
+	}
+	ec.UnsafeNoFsync = c.UnsafeNoFsync
+	if c.ProgressNotifyInterval > 0 {
+		ec.WatchProgressNotifyInterval = c.ProgressNotifyInterval
+	}
+	ec.MaxRequestBytes = 4 * 1024 * 1024
+	ec.QuotaBackendBytes = c.QuotaBackendBytes
+	if c.Logger != nil {
+		ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(c.Logger)
+	} else {
+		ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	}
+	return ec, nil
+}
+
+// checkTLSFlags checks that a certificate comes with its key, and that a
+// trusted CA and client certificate authentication come with a certificate.
+func checkTLSFlags(info transport.TLSInfo, prefix string) error {
+	if (info.CertFile == "") != (info.KeyFile == "") {
+		return fmt.Errorf("--%scert-file and --%skey-file go together", prefix, prefix)
+	}
+	if info.CertFile == "" && (info.TrustedCAFile != "" || info.ClientCertAuth) {
+		return fmt.Errorf("--%strusted-ca-file and --%sclient-cert-auth need --%scert-file", prefix, prefix, prefix)
+	}
+	return nil
+}
+
+// parseURLs parses the URLs of flag, which must be http without a
+// certificate in info and https with one, and name a port.
+func parseURLs(flag string, in []string, info transport.TLSInfo, prefix string) ([]url.URL, error) {
+	urls, err := types.NewURLs(in)
+	if err != nil {
+		return nil, fmt.Errorf("%s %q: %w", flag, strings.Join(in, ","), err)
+	}
+	return urls, checkScheme(flag, urls, info, prefix)
+}
+
+// checkScheme: see parseURLs.
+func checkScheme(flag string, urls types.URLs, info transport.TLSInfo, prefix string) error {
+	for _, u := range urls {
+		switch {
+		case u.Scheme != "http" && u.Scheme != "https":
+			return fmt.Errorf("%s: %s: the scheme must be http or https", flag, u.String())
+		case u.Port() == "0":
+			return fmt.Errorf("%s: %s: name a port, not 0 (peers and clients are told it)", flag, u.String())
+		case u.Scheme == "https" && info.CertFile == "":
+			return fmt.Errorf("%s: %s is https: it needs --%scert-file", flag, u.String(), prefix)
+		case u.Scheme == "http" && info.CertFile != "":
+			return fmt.Errorf("%s: %s is http, but --%scert-file is given: use https", flag, u.String(), prefix)
+		}
+	}
+	return nil
+}
+
+func start(ctx context.Context, cfg Config) (*Server, error) {
 	clientPort := cfg.ClientPort
-	if clientPort == 0 {
+	if clientPort == 0 && len(cfg.ListenClientURLs) == 0 {
 		p, err := freePort()
 		if err != nil {
 			return nil, err
 		}
 		clientPort = p
 	}
-	clientURL := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", clientPort)}
+	ec, err := cfg.embedConfig(clientPort)
+	if err != nil {
+		return nil, fmt.Errorf("etcdembed: %w", err)
+	}
+	endpoint := ec.AdvertiseClientUrls[0]
 	var clientTLS *tls.Config
-	if cfg.ClientTLS.CertFile != "" {
-		clientURL.Scheme = "https"
+	if endpoint.Scheme == "https" {
 		info := transport.TLSInfo{CertFile: cfg.ClientCert, KeyFile: cfg.ClientKey, TrustedCAFile: cfg.ClientTLS.TrustedCAFile}
-		var err error
 		if clientTLS, err = info.ClientConfig(); err != nil {
 			return nil, fmt.Errorf("etcdembed: client TLS: %w", err)
 		}
-	}
-
-	ec := embed.NewConfig()
-	ec.Name = "watchcache"
-	ec.Dir = cfg.DataDir
-	ec.WalDir = filepath.Join(cfg.DataDir, "wal")
-	ec.ListenClientUrls = []url.URL{clientURL}
-	ec.AdvertiseClientUrls = []url.URL{clientURL}
-	ec.ClientTLSInfo = cfg.ClientTLS
-	ec.ListenPeerUrls = nil
-	ec.AdvertisePeerUrls = []url.URL{advertisedPeerURL}
-	ec.PeerTLSInfo = cfg.PeerTLS
-	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
-	// A single member elects itself; short ticks make that take tens of
-	// milliseconds instead of about a second.
-	ec.TickMs = 10
-	ec.ElectionMs = 100
-	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
-	if cfg.ProgressNotifyInterval > 0 {
-		ec.WatchProgressNotifyInterval = cfg.ProgressNotifyInterval
-	}
-	ec.MaxRequestBytes = 4 * 1024 * 1024
-	ec.QuotaBackendBytes = cfg.QuotaBackendBytes
-	if cfg.Logger != nil {
-		ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(cfg.Logger)
-	} else {
-		ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("etcdembed: %w", err)
@@ -140,21 +405,35 @@ func start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcdembed: start: %w", err)
 	}
+	wait := cfg.ReadyTimeout
+	if wait <= 0 {
+		wait = singleReadyTimeout
+		if cfg.clustered() {
+			wait = clusterReadyTimeout
+		}
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
 		e.Close()
 		return nil, fmt.Errorf("etcdembed: %w", err)
-	case <-time.After(60 * time.Second):
+	case <-e.Server.StopNotify():
 		e.Close()
-		return nil, errors.New("etcdembed: etcd did not become ready within 60s")
+		return nil, errors.New("etcdembed: etcd stopped before it was ready")
+	case <-ctx.Done():
+		e.Close()
+		return nil, fmt.Errorf("etcdembed: waiting for etcd to be ready: %w", ctx.Err())
+	case <-timer.C:
+		e.Close()
+		if cfg.clustered() {
+			return nil, fmt.Errorf("etcdembed: etcd did not become ready within %s (is a quorum of the cluster's members up?)", wait)
+		}
+		return nil, fmt.Errorf("etcdembed: etcd did not become ready within %s", wait)
 	}
-	return &Server{etcd: e, Endpoint: clientURL.String(), clientTLS: clientTLS}, nil
+	return &Server{etcd: e, Endpoint: endpoint.String(), clientTLS: clientTLS}, nil
 }
-
-// advertisedPeerURL is the member's peer URL: never listened on (see the
-// package's doc).
-var advertisedPeerURL = url.URL{Scheme: "http", Host: "127.0.0.1:2380"}
 
 // NewClient returns a client of this server. The caller closes it, before
 // calling Close on the server (etcd waits for live watch streams to end).
@@ -167,8 +446,21 @@ func (s *Server) NewClient() (*clientv3.Client, error) {
 	})
 }
 
+// Err reports an error that stops the member serving, such as a listener
+// failing.
+func (s *Server) Err() <-chan error {
+	return s.etcd.Err()
+}
+
+// StopNotify is closed once the member's server has stopped: after Close,
+// or on its own, as when the member is removed from its cluster.
+func (s *Server) StopNotify() <-chan struct{} {
+	return s.etcd.Server.StopNotify()
+}
+
 // Close stops etcd gracefully: in-flight requests finish and every write
-// acknowledged to a client is on disk (unless UnsafeNoFsync) before it returns.
+// acknowledged to a client is on disk (unless UnsafeNoFsync) before it
+// returns. A leader hands leadership to another member first.
 func (s *Server) Close() {
 	s.etcd.Close()
 }
