@@ -115,13 +115,14 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *r
 }
 
 // admitDelete asks the validating webhooks and admission policies about a
-// delete, with the object as the cache has it as oldObject (a missing
-// object is left to the delete's own NotFound).
+// delete, with the object's current state (a consistent read: an object
+// created just before must be seen) as oldObject; a missing object is left
+// to the delete's own NotFound.
 func (s *Server) admitDelete(ctx context.Context, req *request, store storage.Interface) error {
 	if s.webhooks == nil {
 		return nil
 	}
-	cur, err := store.Get(ctx, req.key(), storage.GetOptions{ResourceVersion: "0"})
+	cur, err := store.Get(ctx, req.key(), storage.GetOptions{})
 	if err != nil {
 		return nil
 	}
