@@ -29,10 +29,13 @@ func TestMain(m *testing.M) {
 // through the real flags, processes and HTTP, so the command never rots.
 func TestBenchSmoke(t *testing.T) {
 	cfg, out, err := parseBenchFlags([]string{
+		"--scenarios=all",
 		"--list-sizes=1,10", "--object-sizes=1000,5000", "--max-list-bytes=20000", "--matrix-clients=1", "--cell-duration=50ms",
 		"--pods=100", "--nodes=5", "--namespaces=3", "--kubelet-clients=1,2", "--duration=100ms",
 		"--nothing-rate=20", "--nothing-duration=200ms", "--page-limit=30", "--passes=1",
 		"--watchers=3", "--updates=20", "--fanout-objects=4", "--fanout-writers=2", "--writers=2",
+		"--cluster-nodes=5", "--pods-per-node=4", "--cluster-duration=2s", "--lease-interval=300ms", "--node-status-interval=500ms", "--churn-rate=10",
+		"--curve-sizes=200,400", "--curve-watchers=2", "--curve-updates=10",
 		"--out", filepath.Join(t.TempDir(), "out"),
 	})
 	if err != nil {
@@ -57,10 +60,11 @@ func TestBenchSmoke(t *testing.T) {
 			checkRow(t, s.ID, row)
 		}
 	}
-	want := []string{"initialization", "matrix", "kubelet", "kubelet-auth", "select-nothing", "paginated", "fanout", "writes"}
+	want := []string{"initialization", "matrix", "kubelet", "kubelet-auth", "select-nothing", "paginated", "fanout", "writes", "nodes", "curves"}
 	if !slices.Equal(ids, want) {
 		t.Errorf("scenarios %v, want %v", ids, want)
 	}
+	checkNewScenarios(t, report.Scenarios[len(report.Scenarios)-2:])
 	if !strings.Contains(text.String(), "10 × 5 KB") || !strings.Contains(text.String(), "cache advantage") || !strings.Contains(text.String(), "RBAC advantage") {
 		t.Errorf("the printed results lack the matrix or the ratio column:\n%s", text.String())
 	}
@@ -68,8 +72,72 @@ func TestBenchSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	page, err := os.ReadFile(filepath.Join(out, "README.md"))
-	if err != nil || !strings.Contains(string(page), "Watch fan-out") {
-		t.Errorf("README.md: %v\n%s", err, page)
+	for _, want := range []string{"Watch fan-out", "SLIs against Kubernetes' SLOs", "| margin |", "Cost curves", "](curves-go-heap-per-pod.svg)"} {
+		if err != nil || !strings.Contains(string(page), want) {
+			t.Errorf("README.md lacks %q: %v\n%s", want, err, page)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "curves-start-to-ready.svg")); err != nil {
+		t.Error(err)
+	}
+}
+
+// checkNewScenarios checks what the nodes and curves scenarios measured:
+// each SLI and cost, at the tiny sizes of the smoke test.
+func checkNewScenarios(t *testing.T, scenarios []bench.Scenario) {
+	t.Helper()
+	values := map[string]float64{}
+	for _, s := range scenarios {
+		for _, row := range s.Rows {
+			for _, m := range row.Metrics {
+				values[s.ID+"/"+row.Label+"/"+m.Name] = m.Cache
+			}
+		}
+	}
+	for _, key := range []string{
+		"nodes/mutating calls, p99/Lease create", "nodes/mutating calls, p99/Lease renewal (PUT)", "nodes/mutating calls, p99/node status (PATCH)",
+		"nodes/mutating calls, p99/pod create", "nodes/mutating calls, p99/pod delete", "nodes/single-object reads, p99/node GET, resourceVersion=0",
+		"nodes/cluster-scoped LISTs, p99/kubelet: its node's pods", "nodes/cluster-scoped LISTs, p99/informer: all pods",
+		"nodes/load/events timed, kubelets", "nodes/load/events timed, informers", "nodes/server/server CPU",
+		"curves/200 pods/start to ready", "curves/400 pods/Go heap per pod", "curves/400 pods/LIST all, resourceVersion=0",
+		"curves/400 pods/kubelet LIST p99", "curves/400 pods/fan-out p99", "curves/400 ÷ 200 pods/Go heap per pod",
+	} {
+		if values[key] <= 0 {
+			t.Errorf("%s: %v, want > 0", key, values[key])
+		}
+	}
+	if got := values["nodes/load/watches"]; got != 2*5+2 {
+		t.Errorf("%v watches, want 12 (2 per kubelet, 2 informers)", got)
+	}
+}
+
+func TestBenchScenariosFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+		err  string
+	}{
+		{nil, bench.DefaultScenarios(), ""},
+		{[]string{"--scenarios=all"}, bench.ScenarioNames(), ""},
+		{[]string{"--scenarios", "nodes, matrix"}, []string{"matrix", "nodes"}, ""},
+		{[]string{"--scenarios=curves"}, []string{"curves"}, ""},
+		{[]string{"--scenarios=matrix,bogus"}, nil, `unknown scenario "bogus"`},
+		{[]string{"--scenarios=fanout,fanout"}, nil, "named twice"},
+		{[]string{"--scenarios="}, nil, `unknown scenario ""`},
+	} {
+		cfg, _, err := parseBenchFlags(c.args)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: error %v, want %q", c.args, err, c.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(cfg.Scenarios, c.want) {
+			t.Errorf("%q: scenarios %v (error %v), want %v", c.args, cfg.Scenarios, err, c.want)
+		}
+	}
+	if def := bench.DefaultScenarios(); slices.Contains(def, "nodes") || slices.Contains(def, "curves") || len(def) != 8 {
+		t.Errorf("the default scenarios %v are not the eight of the shared setup", def)
 	}
 }
 
@@ -90,6 +158,9 @@ func checkRow(t *testing.T, scenario string, row bench.Row) {
 		t.Errorf("%s %s: no metrics", scenario, row.Label)
 	}
 	for _, m := range row.Metrics {
+		if m.FirstOnly || scenario == "curves" {
+			continue // one server's figures: checkNewScenarios checks them
+		}
 		// CPU time is read in 10 ms ticks: at this size it may be 0.
 		if m.Unit != bench.CPUSeconds && (m.Cache <= 0 || m.Etcd <= 0) {
 			t.Errorf("%s %s %s: cache %v, etcd %v", scenario, row.Label, m.Name, m.Cache, m.Etcd)

@@ -133,6 +133,19 @@ func parseBenchFlags(args []string) (cfg bench.Config, out string, err error) {
 	fs.IntVar(&cfg.FanoutWriters, "fanout-writers", cfg.FanoutWriters, "concurrent writers of the fan-out")
 	fs.DurationVar(&cfg.FanoutTimeout, "fanout-timeout", cfg.FanoutTimeout, "how long each side of the fan-out may take")
 	fs.IntVar(&cfg.Writers, "writers", cfg.Writers, "concurrent writers of the write scenario")
+	fs.Func("scenarios", "comma-separated scenarios to run, or all (default: all but nodes and curves):\n"+bench.ScenarioHelp(), func(v string) (err error) {
+		cfg.Scenarios, err = bench.ParseScenarios(v)
+		return err
+	})
+	fs.IntVar(&cfg.ClusterNodes, "cluster-nodes", cfg.ClusterNodes, "nodes scenario: nodes of the cluster, a kubelet-like client each")
+	fs.IntVar(&cfg.PodsPerNode, "pods-per-node", cfg.PodsPerNode, "nodes and curves scenarios: pods bound to each node")
+	fs.DurationVar(&cfg.ClusterDuration, "cluster-duration", cfg.ClusterDuration, "nodes scenario: how long the load runs once every client has started")
+	fs.DurationVar(&cfg.LeaseInterval, "lease-interval", cfg.LeaseInterval, "nodes scenario: how often each kubelet renews its Lease")
+	fs.DurationVar(&cfg.NodeStatusInterval, "node-status-interval", cfg.NodeStatusInterval, "nodes scenario: how often each kubelet patches its node's status")
+	fs.Float64Var(&cfg.ChurnRate, "churn-rate", cfg.ChurnRate, "nodes scenario: pods created per second, and as many deleted")
+	fs.Func("curve-sizes", "curves scenario: comma-separated numbers of pods (default 10000,100000,1000000)", intList(&cfg.CurveSizes))
+	fs.IntVar(&cfg.CurveWatchers, "curve-watchers", cfg.CurveWatchers, "curves scenario: watchers of all pods in the fan-out")
+	fs.IntVar(&cfg.CurveUpdates, "curve-updates", cfg.CurveUpdates, "curves scenario: updates of the fan-out")
 	if err := fs.Parse(args); err != nil {
 		return cfg, "", err
 	}

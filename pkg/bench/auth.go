@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,7 +77,6 @@ func (b *bench) kubeletAuth(ctx context.Context) (err error) {
 		kubelets[i] = b.cache.as(kubeletToken(benchdata.Node(i, b.cfg.Nodes)))
 	}
 	anonymous := b.allow.as("")
-	perNode := int64(b.cfg.Pods/b.cfg.Nodes) * 1000
 	for _, clients := range b.cfg.KubeletClients {
 		sides, err := b.closedLoopPair(ctx, b.cache, b.allow, clients, b.cfg.Duration, 1, func(ctx context.Context, s *server, client, i int) error {
 			n := client*7919 + i*31
@@ -86,7 +84,7 @@ func (b *bench) kubeletAuth(ctx context.Context) (err error) {
 			if s == b.cache {
 				c = kubelets[n%b.cfg.Nodes]
 			}
-			return c.listAtLeast(ctx, "/api/v1/pods?fieldSelector="+url.QueryEscape("spec.nodeName="+benchdata.Node(n, b.cfg.Nodes)), perNode)
+			return c.listNodePods(ctx, b.cfg.Pods, b.cfg.Nodes, n)
 		})
 		if err != nil {
 			return err

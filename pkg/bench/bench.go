@@ -6,6 +6,12 @@
 // selector that selects nothing, a paginated pass, watch fan-out, cache
 // initialization and memory, and writes.
 //
+// Two heavier scenarios run only when named (see ScenarioNames), each on an
+// etcd and a cache-on server of its own, their pods written straight into
+// etcd: nodes, a cluster's load on one server (kubelets, leases, node
+// heartbeats, pod churn and informers) measured against Kubernetes' API
+// SLOs, and curves, what the cache costs at growing numbers of pods.
+//
 // Each server runs in its own process, so its processor time and resident
 // memory are read from the OS; while one server is measured the other is
 // paused (SIGSTOP), so they never compete for the machine's cores.
@@ -37,6 +43,9 @@ type Config struct {
 	Keep    bool
 	// Command is the command line to print in the report.
 	Command string
+	// Scenarios names the scenarios to run (see ScenarioNames);
+	// DefaultConfig's are DefaultScenarios.
+	Scenarios []string
 
 	// ListSizes × ObjectSizes is the matrix of consistent LISTs (scenario
 	// 1); a cell whose data would exceed MaxListBytes is skipped.
@@ -73,6 +82,21 @@ type Config struct {
 	// Writers is the number of concurrent writers of the write scenario.
 	Writers int
 
+	// The nodes scenario: ClusterNodes kubelets, each with PodsPerNode pods
+	// bound to its node, renewing its Lease every LeaseInterval and
+	// patching its node's status every NodeStatusInterval, while ChurnRate
+	// pods per second are created and as many deleted; it runs for
+	// ClusterDuration once every client has started.
+	ClusterNodes, PodsPerNode                          int
+	LeaseInterval, NodeStatusInterval, ClusterDuration time.Duration
+	ChurnRate                                          float64
+
+	// The curves scenario: the cache's costs over CurveSizes pods
+	// (PodsPerNode per node), its fan-out measured with CurveWatchers
+	// watchers of all pods and CurveUpdates updates.
+	CurveSizes                  []int
+	CurveWatchers, CurveUpdates int
+
 	// Progress receives the progress bars; Output the results, as text,
 	// scenario by scenario.
 	Progress, Output io.Writer
@@ -85,7 +109,8 @@ func (c *Config) Validate() error {
 		"matrix clients": c.MatrixClients, "pods": c.Pods, "nodes": c.Nodes, "namespaces": c.Namespaces, "page limit": c.PageLimit,
 		"passes": c.Passes, "watchers": c.Watchers, "updates": c.Updates, "fan-out objects": c.FanoutObjects,
 		"fan-out writers": c.FanoutWriters, "writers": c.Writers, "list sizes": len(c.ListSizes), "object sizes": len(c.ObjectSizes),
-		"kubelet client counts": len(c.KubeletClients),
+		"kubelet client counts": len(c.KubeletClients), "cluster nodes": c.ClusterNodes, "pods per node": c.PodsPerNode,
+		"curve sizes": len(c.CurveSizes), "curve watchers": c.CurveWatchers, "curve updates": c.CurveUpdates,
 	}
 	for name, v := range positive {
 		if v <= 0 {
@@ -97,6 +122,17 @@ func (c *Config) Validate() error {
 	}
 	if c.Pods < c.Nodes || c.Pods < c.Namespaces {
 		bad = append(bad, "pods must be at least as many as nodes and namespaces")
+	}
+	if c.LeaseInterval <= 0 || c.NodeStatusInterval <= 0 || c.ClusterDuration <= 0 || c.ChurnRate <= 0 {
+		bad = append(bad, "the lease and node status intervals, the cluster duration and the churn rate must be positive")
+	}
+	if len(c.Scenarios) == 0 {
+		bad = append(bad, "no scenario to run")
+	}
+	for _, name := range c.Scenarios {
+		if !slices.Contains(ScenarioNames(), name) {
+			bad = append(bad, fmt.Sprintf("unknown scenario %q", name))
+		}
 	}
 	if len(bad) > 0 {
 		slices.Sort(bad)
@@ -129,8 +165,20 @@ func DefaultConfig() Config {
 		FanoutWriters:   16,
 		FanoutTimeout:   3 * time.Minute,
 		Writers:         16,
-		Progress:        os.Stderr,
-		Output:          os.Stdout,
+
+		Scenarios:          DefaultScenarios(),
+		ClusterNodes:       5000,
+		PodsPerNode:        30,
+		LeaseInterval:      10 * time.Second,
+		NodeStatusInterval: time.Minute,
+		ClusterDuration:    2 * time.Minute,
+		ChurnRate:          50,
+		CurveSizes:         []int{10000, 100000, 1000000},
+		CurveWatchers:      100,
+		CurveUpdates:       1000,
+
+		Progress: os.Stderr,
+		Output:   os.Stdout,
 	}
 }
 
@@ -184,17 +232,28 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		defer os.RemoveAll(b.dir)
 	}
 	defer b.stopAll()
-	steps := []func(context.Context) error{
-		b.startEtcdAndDirectServer,
-		b.load,
-		b.initialization,
-		b.matrix,
-		b.kubelet,
-		b.kubeletAuth,
-		b.selectNothing,
-		b.paginated,
-		b.fanout,
-		b.writes,
+	if err := b.writeKubeletTokens(); err != nil {
+		return nil, err
+	}
+	var steps []func(context.Context) error
+	if cfg.runsShared() {
+		// initialization starts the cache-on server, measuring it or not.
+		steps = append(steps, b.startEtcdAndDirectServer, b.load, b.initialization)
+	}
+	scenarios := map[string]func(context.Context) error{
+		"matrix": b.matrix, "kubelet": b.kubelet, "kubelet-auth": b.kubeletAuth, "select-nothing": b.selectNothing,
+		"paginated": b.paginated, "fanout": b.fanout, "writes": b.writes, "nodes": b.nodes, "curves": b.curves,
+	}
+	sharedRunning := cfg.runsShared()
+	for _, name := range cfg.Scenarios {
+		if sharedRunning && !sharedScenario(name) {
+			// The heavy scenarios have the machine to themselves.
+			steps = append(steps, b.stopShared)
+			sharedRunning = false
+		}
+		if step := scenarios[name]; step != nil {
+			steps = append(steps, step)
+		}
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -206,8 +265,22 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return b.report, nil
 }
 
-// setup describes, for the report, what every scenario shares.
+// setup describes, for the report, what the scenarios share.
 func (b *bench) setup() []string {
+	var setup []string
+	if b.cfg.runsShared() {
+		setup = b.sharedSetup()
+	}
+	if b.cfg.runs("nodes") || b.cfg.runs("curves") {
+		setup = append(setup, "The nodes and curves scenarios run after the others are done and their processes stopped, each on an etcd and a cache-on server of its own "+
+			"(the same flags); their pods are written straight into etcd by the benchmark's etcd client, "+fmt.Sprint(etcdBatch)+" per transaction, as the server stores them "+
+			"(each scenario says how fast: much faster than creating them over HTTP).")
+	}
+	return setup
+}
+
+// sharedSetup describes the setup of the default scenarios.
+func (b *bench) sharedSetup() []string {
 	return []string{
 		"Three processes besides the benchmark's own (which runs the clients): `watchcache etcd` (the embedded etcd " + b.report.Machine.Etcd +
 			", fsync off, as in TARGETS.md) and two API servers on it, `watchcache " + strings.Join(serverArgs("<etcd>", "<dir>", true), " ") +
@@ -226,19 +299,34 @@ func (b *bench) setup() []string {
 // startEtcdAndDirectServer starts etcd and the cache-off server, which
 // loads the data.
 func (b *bench) startEtcdAndDirectServer(ctx context.Context) error {
+	if err := b.startEtcd(ctx, "etcd"); err != nil {
+		return err
+	}
 	var err error
-	b.etcd, err = startProcess(ctx, b.dir, "etcd", b.cfg.Executable, b.cfg.Env, []string{
-		"etcd", "--data-dir", b.dir + "/etcd", "--etcd-client-port", "0", "--unsafe-no-fsync",
-		"--quota-backend-bytes", fmt.Sprint(int64(8) << 30),
-	}, etcdServing)
-	if err != nil {
-		return err
-	}
-	if err := b.writeKubeletTokens(); err != nil {
-		return err
-	}
 	b.direct, err = b.startServer(ctx, false)
 	return err
+}
+
+// etcdQuota is etcd's --quota-backend-bytes: room for a million pods of
+// about 2.5 KB and their history.
+const etcdQuota = int64(8) << 30
+
+// startEtcd starts a new etcd as b.etcd, its data in the work directory's
+// subdirectory name and its log in name.log.
+func (b *bench) startEtcd(ctx context.Context, name string) error {
+	var err error
+	b.etcd, err = startProcess(ctx, b.dir, name, b.cfg.Executable, b.cfg.Env, []string{
+		"etcd", "--data-dir", filepath.Join(b.dir, name), "--etcd-client-port", "0", "--unsafe-no-fsync",
+		"--quota-backend-bytes", fmt.Sprint(etcdQuota),
+	}, etcdServing)
+	return err
+}
+
+// stopShared stops the default scenarios' servers and etcd.
+func (b *bench) stopShared(context.Context) error {
+	b.stopAll()
+	b.cache, b.direct, b.etcd = nil, nil, nil
+	return nil
 }
 
 // serverArgs are a server's flags: they differ only in --watch-cache (and

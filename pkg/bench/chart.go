@@ -14,7 +14,8 @@ import (
 )
 
 // Chart is one SVG chart of a scenario: the latency of its rows in one Group
-// against their X, for both servers.
+// against their X, for both servers; or, for a scenario that names Charts,
+// one of those metrics against the rows' X.
 type Chart struct {
 	// File is the chart's file name, "<scenario ID>-<group>.svg", reduced to
 	// lower-case letters, digits and dashes so that it is safe as a path and
@@ -44,15 +45,16 @@ var (
 // chartPlan is what a chart will show, computed without drawing it, so that
 // the Markdown page links exactly the charts that Charts draws.
 type chartPlan struct {
-	file, title string
-	series      []line
+	file, title  string
+	xName, yName string
+	series       []line
 }
 
-// line is one series of a chart: the X values of its points and their
-// latencies in milliseconds, ordered by X.
+// line is one series of a chart: the X values of its points and their Y
+// values (latencies in milliseconds, or see axisScale), ordered by X.
 type line struct {
 	name   string
-	xs, ms []float64
+	xs, ys []float64
 }
 
 // Charts draws one chart per distinct Group among the scenario's rows, in the
@@ -60,8 +62,10 @@ type line struct {
 // p99 latencies (the metrics named "p50" and "p99", in Seconds) of both
 // servers, in milliseconds on a logarithmic axis. Skipped rows and values
 // that a logarithmic axis cannot show (zero or negative) contribute no
-// point; a group with no point at all gets no chart. The same scenario always
-// gives the same bytes.
+// point; a group with no point at all gets no chart. A scenario that names
+// Charts gets instead a chart per named metric, in that order: the metric of
+// every side against X, both axes logarithmic (see axisScale). The same
+// scenario always gives the same bytes.
 func Charts(s Scenario) ([]Chart, error) {
 	var charts []Chart
 	for _, p := range planCharts(s) {
@@ -76,12 +80,17 @@ func Charts(s Scenario) ([]Chart, error) {
 
 // planCharts returns the charts of s that have at least one point.
 func planCharts(s Scenario) []chartPlan {
+	if len(s.Charts) > 0 {
+		return metricCharts(s)
+	}
 	var plans []chartPlan
 	used := map[string]bool{}
 	for _, group := range groups(s.Rows) {
 		p := chartPlan{
 			file:   uniqueName(used, fileStem(s.ID)+"-"+fileStem(group)),
 			title:  s.Title + ": " + group,
+			xName:  xAxisName(s),
+			yName:  "latency (ms)",
 			series: groupLines(s.Rows, group),
 		}
 		if p.points() > 0 {
@@ -89,6 +98,77 @@ func planCharts(s Scenario) []chartPlan {
 		}
 	}
 	return plans
+}
+
+// xAxisName is the name of the X axis of a scenario's charts.
+func xAxisName(s Scenario) string {
+	if s.XAxis != "" {
+		return s.XAxis
+	}
+	return "objects in the list"
+}
+
+// metricCharts plans a chart per metric named in s.Charts: the metric of
+// every row with a positive X, one line per side measured.
+func metricCharts(s Scenario) []chartPlan {
+	var plans []chartPlan
+	used := map[string]bool{}
+	first, second := s.sideNames()
+	for _, name := range s.Charts {
+		lines := []line{{name: first}, {name: second}}
+		var unit Unit
+		for _, r := range sortedByX(s.Rows, func(r Row) bool { return r.X > 0 }) {
+			for _, m := range r.Metrics {
+				if m.Name != name {
+					continue
+				}
+				unit = m.Unit
+				scale, _ := axisScale(unit)
+				lines[0].add(r.X, m.Cache*scale)
+				if !s.oneSided() && !m.FirstOnly {
+					lines[1].add(r.X, m.Etcd*scale)
+				}
+			}
+		}
+		if len(lines[1].xs) == 0 {
+			lines = lines[:1]
+		}
+		_, yName := axisScale(unit)
+		p := chartPlan{file: uniqueName(used, fileStem(s.ID)+"-"+fileStem(name)), title: s.Title + ": " + name,
+			xName: xAxisName(s), yName: name + yName, series: lines}
+		if p.points() > 0 {
+			plans = append(plans, p)
+		}
+	}
+	return plans
+}
+
+// axisScale is what a metric's values in unit are multiplied by on a
+// chart's Y axis, and the unit the axis names: latencies in milliseconds.
+func axisScale(u Unit) (float64, string) {
+	switch u {
+	case Seconds:
+		return 1000, " (ms)"
+	case CPUSeconds:
+		return 1000, " (CPU ms)"
+	case Bytes:
+		return 1, " (bytes)"
+	case Count:
+		return 1, ""
+	}
+	return 1, " (" + string(u) + ")"
+}
+
+// sortedByX returns the rows that keep says to, ordered by X (stable).
+func sortedByX(rows []Row, keep func(Row) bool) []Row {
+	var members []Row
+	for _, r := range rows {
+		if keep(r) {
+			members = append(members, r)
+		}
+	}
+	slices.SortStableFunc(members, func(a, b Row) int { return cmp.Compare(a.X, b.X) })
+	return members
 }
 
 // groups returns the distinct non-empty groups of rows in order of first
@@ -139,21 +219,15 @@ func uniqueName(used map[string]bool, stem string) string {
 // groupLines returns the four lines of a group's chart.
 func groupLines(rows []Row, group string) []line {
 	lines := []line{{name: seriesCacheP50}, {name: seriesCacheP99}, {name: seriesEtcdP50}, {name: seriesEtcdP99}}
-	var members []Row
-	for _, r := range rows {
-		if r.Group == group && r.Skipped == "" && r.X > 0 {
-			members = append(members, r)
-		}
-	}
-	slices.SortStableFunc(members, func(a, b Row) int { return cmp.Compare(a.X, b.X) })
+	members := sortedByX(rows, func(r Row) bool { return r.Group == group && r.Skipped == "" && r.X > 0 })
 	for _, r := range members {
 		for i, q := range []string{"p50", "p99"} {
 			m, ok := latency(r, q)
 			if !ok {
 				continue
 			}
-			lines[i].add(r.X, m.Cache)
-			lines[2+i].add(r.X, m.Etcd)
+			lines[i].add(r.X, m.Cache*1000)
+			lines[2+i].add(r.X, m.Etcd*1000)
 		}
 	}
 	return lines
@@ -169,12 +243,11 @@ func latency(r Row, name string) (Metric, bool) {
 	return Metric{}, false
 }
 
-// add appends the point (x, seconds in milliseconds) if the latency can be
-// placed on a logarithmic axis.
-func (l *line) add(x, seconds float64) {
-	if seconds > 0 {
+// add appends the point (x, y) if y can be placed on a logarithmic axis.
+func (l *line) add(x, y float64) {
+	if y > 0 {
 		l.xs = append(l.xs, x)
-		l.ms = append(l.ms, seconds*1000)
+		l.ys = append(l.ys, y)
 	}
 }
 
@@ -193,12 +266,12 @@ func (p chartPlan) points() int {
 // is not used: it puts every value below 1 at the axis' origin, and
 // latencies are often below a millisecond.)
 func (p chartPlan) render() ([]byte, error) {
-	var xs, ms []float64
+	var xs, ys []float64
 	for _, l := range p.series {
 		xs = append(xs, l.xs...)
-		ms = append(ms, l.ms...)
+		ys = append(ys, l.ys...)
 	}
-	xTicks, yTicks := decadeTicks(xs), decadeTicks(ms)
+	xTicks, yTicks := decadeTicks(xs), decadeTicks(ys)
 	c := chartdraw.Chart{
 		Title:      p.title,
 		TitleStyle: chartdraw.Style{FontStyle: chartdraw.FontStyle{FontSize: 14}},
@@ -206,12 +279,12 @@ func (p chartPlan) render() ([]byte, error) {
 		Height:     500,
 		Background: chartdraw.Style{Padding: chartdraw.Box{Top: 80, Left: 20, Right: 30, Bottom: 20, IsSet: true}},
 		XAxis: chartdraw.XAxis{
-			Name:      "objects in the list",
+			Name:      p.xName,
 			Ticks:     xTicks,
 			GridLines: gridLines(xTicks),
 		},
 		YAxis: chartdraw.YAxis{
-			Name:      "latency (ms)",
+			Name:      p.yName,
 			AxisType:  chartdraw.YAxisSecondary, // on the left
 			Ticks:     yTicks,
 			GridLines: gridLines(yTicks),
@@ -242,7 +315,7 @@ func (l line) series() chartdraw.ContinuousSeries {
 	if strings.HasSuffix(l.name, "p99") {
 		style.StrokeDashArray = p99Dashes
 	}
-	return chartdraw.ContinuousSeries{Name: l.name, Style: style, XValues: log10s(l.xs), YValues: log10s(l.ms)}
+	return chartdraw.ContinuousSeries{Name: l.name, Style: style, XValues: log10s(l.xs), YValues: log10s(l.ys)}
 }
 
 // legendSpacing is how far apart the legend's entries are, in pixels: more

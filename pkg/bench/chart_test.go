@@ -132,3 +132,39 @@ func TestChartGroupsWithoutPoints(t *testing.T) {
 		t.Errorf("the Markdown links a chart without points:\n%s", md)
 	}
 }
+
+func TestMetricCharts(t *testing.T) {
+	charts, err := Charts(curveScenario())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, c := range charts {
+		files = append(files, c.File)
+	}
+	if want := []string{"curves-start-to-ready.svg", "curves-heap-per-pod.svg"}; !slices.Equal(files, want) {
+		t.Fatalf("files %q, want %q", files, want)
+	}
+	for _, want := range []string{"pods in the cache", "start to ready (ms)", ">1,000,000<", ">10,000<", "cache"} {
+		if !bytes.Contains(charts[0].SVG, []byte(want)) {
+			t.Errorf("%s does not contain %q", charts[0].File, want)
+		}
+	}
+	if !bytes.Contains(charts[1].SVG, []byte("heap per pod (bytes)")) {
+		t.Errorf("%s does not name its unit", charts[1].File)
+	}
+	// One line of three points, growing tenfold per tenfold: evenly spaced
+	// on log-log axes.
+	ps := points(charts[0].SVG)
+	if len(ps) != 3 {
+		t.Fatalf("%d points, want 3", len(ps))
+	}
+	if dx, dy := ps[1][0]-ps[0][0], ps[1][1]-ps[0][1]; dx <= 0 || dy >= 0 || abs((ps[2][0]-ps[1][0])-dx) > 1 || abs((ps[2][1]-ps[1][1])-dy) > 1 {
+		t.Errorf("points %v are not evenly spaced, right and up", ps)
+	}
+	s := curveScenario()
+	s.Charts = []string{"no such metric"}
+	if none, err := Charts(s); err != nil || len(none) != 0 {
+		t.Errorf("a chart of a metric no row has: %v (%v)", none, err)
+	}
+}

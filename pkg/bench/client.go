@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -23,6 +26,10 @@ type apiClient struct {
 	// anonymous speaks TLS trusting the server's CA with no certificate;
 	// the clients of as share it.
 	anonymous *http.Client
+	// retried, if not nil, makes the client retry a request answered 429
+	// Too Many Requests after the answer's Retry-After, as client-go does,
+	// and counts the retries; without it a 429 is an error.
+	retried *atomic.Int64
 }
 
 // newAPIClient is a client of the server at base with the credentials of
@@ -62,8 +69,26 @@ func httpClient(cfg *rest.Config) (*http.Client, error) {
 // as returns a client of the same server without the administrator's
 // certificate, authenticating with the bearer token (none: anonymous).
 func (c *apiClient) as(token string) *apiClient {
-	return &apiClient{base: c.base, http: c.anonymous, token: token, anonymous: c.anonymous}
+	return &apiClient{base: c.base, http: c.anonymous, token: token, anonymous: c.anonymous, retried: c.retried}
 }
+
+// ownConnection returns a client of the same server with the same
+// credentials that speaks HTTP/2 on a connection of its own: its requests
+// and watches are streams of that one connection, as a kubelet's are. It
+// retries 429s, counting them in retried.
+func (c *apiClient) ownConnection(retried *atomic.Int64) *apiClient {
+	tlsConfig := c.http.Transport.(*http.Transport).TLSClientConfig.Clone()
+	return &apiClient{base: c.base, token: c.token, anonymous: c.anonymous, retried: retried, http: &http.Client{Transport: &http.Transport{
+		TLSClientConfig:    tlsConfig,
+		ForceAttemptHTTP2:  true,
+		IdleConnTimeout:    time.Minute,
+		DisableCompression: true,
+	}}}
+}
+
+// closeIdle closes the client's idle connections (an ownConnection's one
+// connection once its watches have ended).
+func (c *apiClient) closeIdle() { c.http.CloseIdleConnections() }
 
 // do sends a request and reads the whole response, returning its size. A
 // status other than 2xx is an error carrying the server's message.
@@ -78,35 +103,85 @@ func (c *apiClient) do(ctx context.Context, method, path, contentType string, bo
 
 // getJSON reads path and decodes the response into into.
 func (c *apiClient) getJSON(ctx context.Context, path string, into any) error {
-	resp, err := c.send(ctx, http.MethodGet, path, "", nil)
+	return c.doJSON(ctx, http.MethodGet, path, "", nil, into)
+}
+
+// doJSON sends a request and decodes the response into into.
+func (c *apiClient) doJSON(ctx context.Context, method, path, contentType string, body []byte, into any) error {
+	resp, err := c.send(ctx, method, path, contentType, body)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	return json.NewDecoder(resp.Body).Decode(into)
+	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err
 }
 
 // send sends a request and returns the response of a 2xx status; the caller
-// closes its body.
+// closes its body. An error's status, if the server answered, is
+// statusOf's.
 func (c *apiClient) send(ctx context.Context, method, path, contentType string, body []byte) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
+	for {
+		req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := c.http.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusTooManyRequests || c.retried == nil {
+			return checkStatus(method, path, resp)
+		}
+		wait, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if err != nil || wait <= 0 {
+			wait = 1
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		c.retried.Add(1)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(wait) * time.Second):
+		}
 	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+}
+
+// statusError is a response with a status other than 2xx.
+type statusError struct {
+	status int
+	msg    string
+}
+
+// Error is the method, path, status and the server's message.
+func (e *statusError) Error() string { return e.msg }
+
+// statusOf returns the HTTP status of an error of send, or 0.
+func statusOf(err error) int {
+	var s *statusError
+	if errors.As(err, &s) {
+		return s.status
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
+	return 0
+}
+
+// checkStatus returns resp if its status is 2xx, or else an error carrying
+// the server's message.
+func checkStatus(method, path string, resp *http.Response) (*http.Response, error) {
 	if resp.StatusCode/100 != 2 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 500))
 		resp.Body.Close()
-		return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, msg)
+		return nil, &statusError{status: resp.StatusCode, msg: fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, msg)}
 	}
 	return resp, nil
 }
@@ -116,8 +191,9 @@ func (c *apiClient) create(ctx context.Context, collection string, object []byte
 	return c.do(ctx, http.MethodPost, collection, "application/json", object)
 }
 
-// listMeta is the part of a list response the benchmark decodes (the
-// paginated pass finds continue tokens without decoding; see continueToken).
+// listMeta is the part of a list response or of an object the benchmark
+// decodes: its resourceVersion (the paginated pass finds continue tokens
+// without decoding; see continueToken).
 type listMeta struct {
 	Metadata struct {
 		ResourceVersion string `json:"resourceVersion"`

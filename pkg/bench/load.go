@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -55,18 +56,30 @@ func (b *bench) skipped(c matrixCell) string {
 	return ""
 }
 
-// load creates every object the scenarios read, through the cache-off
-// server, before the cache-on server starts (so that its start measures
-// initialization over all of them).
+// podScenarios are the shared scenarios that read the pods.
+var podScenarios = []string{"initialization", "kubelet", "kubelet-auth", "select-nothing", "paginated"}
+
+// load creates every object the scenarios to run read, through the
+// cache-off server, before the cache-on server starts (so that its start
+// measures initialization over all of them).
 func (b *bench) load(ctx context.Context) error {
-	namespaces := []string{fanoutNamespace, writesNamespace + "-cache", writesNamespace + "-etcd"}
-	for i := range b.cfg.Namespaces {
-		namespaces = append(namespaces, benchdata.Namespace(i, b.cfg.Namespaces))
+	var namespaces []string
+	if b.cfg.runs("fanout") {
+		namespaces = append(namespaces, fanoutNamespace)
+	}
+	if b.cfg.runs("writes") {
+		namespaces = append(namespaces, writesNamespace+"-cache", writesNamespace+"-etcd")
+	}
+	needPods := slices.ContainsFunc(podScenarios, b.cfg.runs)
+	if needPods {
+		for i := range b.cfg.Namespaces {
+			namespaces = append(namespaces, benchdata.Namespace(i, b.cfg.Namespaces))
+		}
 	}
 	var cells []matrixCell
 	cellObjects := 0
 	for _, c := range b.matrixCells() {
-		if b.skipped(c) == "" {
+		if b.skipped(c) == "" && b.cfg.runs("matrix") {
 			cells = append(cells, c)
 			namespaces = append(namespaces, c.namespace())
 			cellObjects += c.count
@@ -91,11 +104,16 @@ func (b *bench) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = b.createAll(ctx, "fan-out config maps", b.cfg.FanoutObjects, func(i int) (string, []byte) {
-		return "/api/v1/namespaces/" + fanoutNamespace + "/configmaps", benchdata.ConfigMap(fanoutNamespace, fmt.Sprintf("cm-%06d", i), 300)
-	})
-	if err != nil {
-		return err
+	if b.cfg.runs("fanout") {
+		err = b.createAll(ctx, "fan-out config maps", b.cfg.FanoutObjects, func(i int) (string, []byte) {
+			return "/api/v1/namespaces/" + fanoutNamespace + "/configmaps", benchdata.ConfigMap(fanoutNamespace, fmt.Sprintf("cm-%06d", i), 300)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if !needPods {
+		return nil
 	}
 	// A pod is created without status, as kube-apiserver creates it; its
 	// kubelet then writes the status through /status. The data counts the

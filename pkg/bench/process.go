@@ -112,7 +112,13 @@ const cpuTicksPerSecond = 100
 // cpuSeconds returns the processor time the process has used so far, user
 // and system, from /proc/<pid>/stat.
 func (p *process) cpuSeconds() (float64, error) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	return cpuSecondsOf(p.cmd.Process.Pid, p.name)
+}
+
+// cpuSecondsOf returns the processor time process pid (named name in
+// errors) has used so far, user and system, from /proc/<pid>/stat.
+func cpuSecondsOf(pid int, name string) (float64, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}
@@ -121,7 +127,7 @@ func (p *process) cpuSeconds() (float64, error) {
 	end := strings.LastIndexByte(string(stat), ')')
 	fields := strings.Fields(string(stat[end+1:]))
 	if len(fields) < 13 {
-		return 0, fmt.Errorf("%s: unexpected /proc stat %q", p.name, stat)
+		return 0, fmt.Errorf("%s: unexpected /proc stat %q", name, stat)
 	}
 	utime, err1 := strconv.ParseUint(fields[11], 10, 64)
 	stime, err2 := strconv.ParseUint(fields[12], 10, 64)

@@ -157,14 +157,21 @@ func groupThousands(s string) string {
 // in Markdown.
 func tableColumns(s Scenario) []string {
 	first, second := s.sideNames()
-	return []string{"case", "metric", first, second, first + " advantage"}
+	if s.oneSided() {
+		return []string{"case", "metric", first}
+	}
+	ratio := first + " advantage"
+	if s.Ratio != "" {
+		ratio = s.Ratio
+	}
+	return []string{"case", "metric", first, second, ratio}
 }
 
 // tableLine is one line of a scenario's table: either a metric's cells, or
 // a note (why a row was skipped or what did not complete) after the case.
 type tableLine struct {
 	label string
-	cells []string // metric, cache, etcd, cache advantage
+	cells []string // metric, cache, etcd, cache advantage (metric, value if one-sided)
 	note  string
 }
 
@@ -172,20 +179,27 @@ type tableLine struct {
 func tableLines(s Scenario) []tableLine {
 	var lines []tableLine
 	for _, r := range s.Rows {
-		lines = append(lines, rowLines(r)...)
+		lines = append(lines, rowLines(r, s.oneSided())...)
 	}
 	return lines
 }
 
 // rowLines lays out a case: a line per metric, or why it was skipped, then
-// what did not complete; its label is only on its first line.
-func rowLines(r Row) []tableLine {
+// what did not complete; its label is only on its first line. Without a
+// second side, a metric's line has only its value.
+func rowLines(r Row, oneSided bool) []tableLine {
 	if r.Skipped != "" {
 		return []tableLine{{label: r.Label, note: "skipped: " + r.Skipped}}
 	}
 	var lines []tableLine
 	for _, m := range r.Metrics {
 		cells := []string{m.Name, FormatValue(m.Unit, m.Cache), FormatValue(m.Unit, m.Etcd), FormatAdvantage(m.Advantage())}
+		switch {
+		case oneSided:
+			cells = cells[:2]
+		case m.FirstOnly:
+			cells[2] = noValue
+		}
 		lines = append(lines, tableLine{cells: cells})
 	}
 	if r.Incomplete != "" {
@@ -281,11 +295,12 @@ var mdAlt = strings.NewReplacer("[", `\[`, "]", `\]`, "\n", " ")
 // writeScenarioMarkdown writes a scenario's section of the Markdown page.
 func writeScenarioMarkdown(b *strings.Builder, s Scenario) {
 	fmt.Fprintf(b, "## %s\n\n%s\n\n", s.Title, s.Workload)
-	fmt.Fprintf(b, "| %s |\n|---|---|--:|--:|--:|\n", strings.Join(tableColumns(s), " | "))
+	columns := tableColumns(s)
+	fmt.Fprintf(b, "| %s |\n|---|---|%s\n", strings.Join(columns, " | "), strings.Repeat("--:|", len(columns)-2))
 	for _, l := range tableLines(s) {
 		cells := append([]string{l.label}, l.cells...)
 		if l.note != "" {
-			cells = []string{l.label, "*" + l.note + "*", "", "", ""}
+			cells = append([]string{l.label, "*" + l.note + "*"}, make([]string, len(columns)-2)...)
 		}
 		for i, c := range cells {
 			cells[i] = mdCell.Replace(c)

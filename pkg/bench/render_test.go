@@ -342,3 +342,63 @@ func checkSVG(t *testing.T, name string, svg []byte) {
 		}
 	}
 }
+
+// sloScenario is a scenario measured against objectives: a second side
+// named "SLO", a ratio column named "margin", and a metric of the first
+// side only.
+func sloScenario() Scenario {
+	return Scenario{ID: "nodes", Title: "SLIs", Workload: "A cluster.", Sides: []string{"measured", "SLO"}, Ratio: "margin", Rows: []Row{
+		{Label: "mutating, p99", Metrics: []Metric{{Name: "pod create", Unit: Seconds, Cache: 0.004, Etcd: 1}}},
+		{Label: "server", Metrics: []Metric{{Name: "server CPU", Unit: Cores, Cache: 0.85, FirstOnly: true}}},
+	}}
+}
+
+// curveScenario is a one-sided scenario whose metrics are charted each
+// against X.
+func curveScenario() Scenario {
+	s := Scenario{ID: "curves", Title: "Curves", Workload: "Sizes.", Sides: []string{"cache"}, XAxis: "pods in the cache",
+		Charts: []string{"start to ready", "heap per pod"}}
+	for _, n := range []float64{1e4, 1e5, 1e6} {
+		s.Rows = append(s.Rows, Row{Label: FormatValue(Count, n) + " pods", X: n, Metrics: []Metric{
+			{Name: "start to ready", Unit: Seconds, Cache: n * 1e-5},
+			{Name: "heap per pod", Unit: Bytes, Cache: 2800},
+		}})
+	}
+	return s
+}
+
+func TestRenderObjectivesAndOneSide(t *testing.T) {
+	r := &Report{Scenarios: []Scenario{sloScenario(), curveScenario()}}
+	md := r.Markdown()
+	for _, want := range []string{
+		"| case | metric | measured | SLO | margin |\n|---|---|--:|--:|--:|\n",
+		"| mutating, p99 | pod create | 4.00 ms | 1.00 s | 250× |\n",
+		"| server | server CPU | 0.850 cores | – | – |\n",
+		"| case | metric | cache |\n|---|---|--:|\n",
+		"| 10,000 pods | start to ready | 100 ms |\n",
+		"![Curves: heap per pod](curves-heap-per-pod.svg)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the Markdown does not contain %q:\n%s", want, md)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteScenarioText(&buf, sloScenario()); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(buf.String(), "\n")
+	checkColumnsAligned(t, lines[4:])
+	if !strings.Contains(lines[4], "margin") {
+		t.Errorf("header %q", lines[4])
+	}
+	buf.Reset()
+	if err := WriteScenarioText(&buf, curveScenario()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "1,000,000 pods  start to ready  10.0 s\n") || strings.Contains(buf.String(), "advantage") {
+		t.Errorf("one-sided text:\n%s", buf.String())
+	}
+	if m := sloScenario().Rows[1].Metrics[0]; m.Advantage() != 0 {
+		t.Errorf("a first-side-only metric has an advantage %v", m.Advantage())
+	}
+}

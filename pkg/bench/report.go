@@ -43,17 +43,35 @@ type Scenario struct {
 	Rows []Row `json:"rows"`
 	// Sides names the two servers compared when they are not the cache-on
 	// and the cache-off one: Metric.Cache is measured against the first,
-	// Metric.Etcd against the second.
+	// Metric.Etcd against the second. A single name says that only one
+	// server was measured: its table has no second column and no ratio.
 	Sides []string `json:"sides,omitempty"`
+	// Ratio, when not empty, names the ratio column instead of
+	// "<first side> advantage" (e.g. the margin of a measurement under its
+	// objective).
+	Ratio string `json:"ratio,omitempty"`
+	// Charts, when not empty, names metrics charted each on a chart of its
+	// own against the rows' X (both axes logarithmic) instead of the p50
+	// and p99 latencies of each Group; XAxis names the X axis of every chart
+	// (default "objects in the list").
+	Charts []string `json:"charts,omitempty"`
+	XAxis  string   `json:"xAxis,omitempty"`
 }
 
-// sideNames are the names of a scenario's two sides.
+// sideNames are the names of a scenario's two sides; second is "" when
+// only one server was measured.
 func (s Scenario) sideNames() (first, second string) {
-	if len(s.Sides) == 2 {
+	switch len(s.Sides) {
+	case 1:
+		return s.Sides[0], ""
+	case 2:
 		return s.Sides[0], s.Sides[1]
 	}
 	return "cache", "etcd"
 }
+
+// oneSided says whether only one server was measured.
+func (s Scenario) oneSided() bool { return len(s.Sides) == 1 }
 
 // Row is one case of a scenario.
 type Row struct {
@@ -86,6 +104,10 @@ type Metric struct {
 	Etcd  float64 `json:"etcd"`
 	// HigherIsBetter is true for throughputs, false for latencies and costs.
 	HigherIsBetter bool `json:"higherIsBetter,omitempty"`
+	// FirstOnly says that only Cache, the first side, was measured (e.g. a
+	// server's memory beside latencies compared with their objectives):
+	// Etcd and the ratio are shown as "–".
+	FirstOnly bool `json:"firstOnly,omitempty"`
 }
 
 // Unit says how a Metric's values are expressed.
@@ -98,12 +120,17 @@ const (
 	Bytes      Unit = "B"     // sizes
 	CPUSeconds Unit = "CPU s" // processor time
 	Count      Unit = "count" // plain numbers
+	Cores      Unit = "cores" // processor time per second of wall time
 )
 
 // Advantage is how many times better the cache-on server did than the
 // cache-off one: Etcd/Cache for latencies and costs, Cache/Etcd for
-// throughputs. It is 0 when the ratio is undefined (a zero value).
+// throughputs. It is 0 when the ratio is undefined (a zero value, or a
+// metric measured on one side only).
 func (m Metric) Advantage() float64 {
+	if m.FirstOnly {
+		return 0
+	}
 	num, den := m.Etcd, m.Cache
 	if m.HigherIsBetter {
 		num, den = m.Cache, m.Etcd

@@ -55,14 +55,33 @@ func (b *bench) fanout(ctx context.Context) error {
 
 // fanoutOn runs the fan-out against one server.
 func (b *bench) fanoutOn(ctx context.Context, s *server) (*fanoutSide, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.cfg.FanoutTimeout)
+	w := fanoutWork{collection: "/api/v1/namespaces/" + fanoutNamespace + "/configmaps", watchers: b.cfg.Watchers, updates: b.cfg.Updates,
+		writers: b.cfg.FanoutWriters, timeout: b.cfg.FanoutTimeout}
+	return w.run(ctx, s, func(ctx context.Context, i int) error {
+		path := fmt.Sprintf("/api/v1/namespaces/%s/configmaps/cm-%06d", fanoutNamespace, i%b.cfg.FanoutObjects)
+		return stampedPatch(ctx, s, path, `{"data":{"sent":"%d"}}`)
+	})
+}
+
+// fanoutWork is a watch fan-out: watchers watch a collection from its
+// current resourceVersion while writers make updates, each stamped with
+// the time it is sent (see stampedPatch), within timeout.
+type fanoutWork struct {
+	collection                 string
+	watchers, updates, writers int
+	timeout                    time.Duration
+}
+
+// run runs the fan-out against s, update making update number i.
+func (w fanoutWork) run(ctx context.Context, s *server, update func(ctx context.Context, i int) error) (*fanoutSide, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
-	collection := "/api/v1/namespaces/" + fanoutNamespace + "/configmaps"
+	collection := w.collection
 	var list listMeta
 	if err := s.getJSON(ctx, collection+"?limit=1", &list); err != nil {
 		return nil, err
 	}
-	streams := make([]io.ReadCloser, b.cfg.Watchers)
+	streams := make([]io.ReadCloser, w.watchers)
 	defer func() {
 		for _, st := range streams {
 			if st != nil {
@@ -81,16 +100,14 @@ func (b *bench) fanoutOn(ctx context.Context, s *server) (*fanoutSide, error) {
 	var wg sync.WaitGroup
 	for i, st := range streams {
 		wg.Go(func() {
-			parts[i] = receiveUpdates(st, b.cfg.Updates)
-			if parts[i].received < b.cfg.Updates {
+			parts[i] = receiveUpdates(st, w.updates)
+			if parts[i].received < w.updates {
 				cancel() // stop the writers: this watcher ended early
 			}
 		})
 	}
 	began := time.Now()
-	writes := closedLoop(ctx, b.cfg.FanoutWriters, forCount(b.cfg.Updates), func(ctx context.Context, _, i int) error {
-		return stampedPatch(ctx, s, fanoutNamespace, b.cfg.FanoutObjects, i)
-	})
+	writes := closedLoop(ctx, w.writers, forCount(w.updates), func(ctx context.Context, _, i int) error { return update(ctx, i) })
 	wg.Wait()
 	if writes.failures > 0 && ctx.Err() == nil {
 		return nil, fmt.Errorf("updates failed: %v", writes.firstErr)
@@ -99,7 +116,7 @@ func (b *bench) fanoutOn(ctx context.Context, s *server) (*fanoutSide, error) {
 	var last time.Time
 	for _, p := range parts {
 		total.delivery.merge(&p.latency)
-		if p.received < b.cfg.Updates {
+		if p.received < w.updates {
 			total.short++
 		}
 		if p.last.After(last) {
@@ -144,12 +161,12 @@ func receiveUpdates(stream io.Reader, n int) watcherReceipts {
 	return r
 }
 
-// stampedPatch updates object i%objects of a namespace with a merge patch
-// stamped with the time it is sent.
-func stampedPatch(ctx context.Context, s *server, namespace string, objects, i int) error {
-	path := fmt.Sprintf("/api/v1/namespaces/%s/configmaps/cm-%06d", namespace, i%objects)
-	patch := fmt.Appendf(nil, `{"data":{"sent":"%d"}}`, time.Now().UnixNano())
-	_, err := s.do(ctx, http.MethodPatch, path, "application/merge-patch+json", patch)
+// stampedPatch updates the object at path with a merge patch stamped with
+// the time it is sent: patch with a %d for the time in Unix nanoseconds,
+// as the value of a field "sent" (see updateStamp).
+func stampedPatch(ctx context.Context, s *server, path, patch string) error {
+	body := fmt.Appendf(nil, patch, time.Now().UnixNano())
+	_, err := s.do(ctx, http.MethodPatch, path, "application/merge-patch+json", body)
 	return err
 }
 
