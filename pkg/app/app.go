@@ -28,6 +28,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/conversion"
 	"github.com/watchcache/watchcache/pkg/encryption"
 	"github.com/watchcache/watchcache/pkg/etcdembed"
+	"github.com/watchcache/watchcache/pkg/leaderelect"
 	"github.com/watchcache/watchcache/pkg/metrics"
 	"github.com/watchcache/watchcache/pkg/pki"
 	"github.com/watchcache/watchcache/pkg/resource"
@@ -129,6 +130,20 @@ type Config struct {
 	MinWatchTimeout time.Duration
 	// Profiling serves Go's profiles under /debug/pprof/ (--profiling).
 	Profiling bool
+	// LeaderElect runs the controllers of kube-controller-manager's role
+	// (package controller's Manager: namespaces, their ServiceAccount and
+	// kube-root-ca.crt, garbage collection) only on the server holding the
+	// Lease kube-system/watchcache-controller-manager, for servers sharing
+	// an etcd (--leader-elect; the command's default is true; off, they
+	// run on every server). The CRD controller runs on every server
+	// either way.
+	LeaderElect bool
+	// LeaderElectLeaseDuration, LeaderElectRenewDeadline and
+	// LeaderElectRetryPeriod are the election's timings
+	// (--leader-elect-lease-duration, --leader-elect-renew-deadline,
+	// --leader-elect-retry-period; 0: kube-controller-manager's 15 s, 10 s
+	// and 2 s).
+	LeaderElectLeaseDuration, LeaderElectRenewDeadline, LeaderElectRetryPeriod time.Duration
 
 	// AuthorizationModes are the authorizers, asked in order (RBAC,
 	// AlwaysAllow, AlwaysDeny; empty: RBAC).
@@ -193,6 +208,11 @@ type App struct {
 	etcdLog       *zap.Logger
 	// audit is the audit log (nil without --audit-log-path).
 	audit *audit.Log
+	// elector is the controllers' leader election (nil without
+	// LeaderElect); electionDone is closed once it has ended, its Lease
+	// released.
+	elector      *leaderelect.Elector
+	electionDone chan struct{}
 }
 
 // Start starts everything and returns once the API is served.
@@ -281,10 +301,9 @@ func Start(cfg Config) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
-	namespaces := &controller.Namespaces{Registry: registry, RootCA: rootCA, Log: cfg.Log}
-	go namespaces.Run(ctx)
-	gc := &controller.GarbageCollector{Registry: registry, Log: cfg.Log}
-	go gc.Run(ctx)
+	if err := a.startControllerManager(ctx, cfg, registry, rootCA, promRegistry); err != nil {
+		return nil, err
+	}
 	crds := &controller.CRDs{Registry: registry, Log: cfg.Log, StopStore: a.stopStore,
 		NewStore: func(res *resource.Resource) storage.Interface { return a.newStore(cfg, res, storageMetrics, enc) }}
 	crds.Start(ctx)
@@ -320,6 +339,45 @@ func Start(cfg Config) (_ *App, err error) {
 		return nil, fmt.Errorf("--resources: %w", err)
 	}
 	return a, nil
+}
+
+// controllerManagerLease names the Lease of the controllers' leader
+// election, in kube-system.
+const controllerManagerLease = "watchcache-controller-manager"
+
+// startControllerManager starts the controllers of kube-controller-manager's
+// role: at once, or, with cfg.LeaderElect, whenever this server holds the
+// Lease. The gauge watchcache_leader says whether they run here.
+func (a *App) startControllerManager(ctx context.Context, cfg Config, registry *resource.Registry, rootCA []byte, prom *prometheus.Registry) error {
+	manager := controller.Manager{Registry: registry, RootCA: rootCA, Log: cfg.Log}
+	running := func() float64 { return 1 }
+	if cfg.LeaderElect {
+		leases := registry.Lookup("coordination.k8s.io", "v1", "leases")
+		e, err := leaderelect.New(leaderelect.Config{
+			Store: registry.Store(leases), Namespace: "kube-system", Name: controllerManagerLease,
+			Key:           leases.Key("kube-system", controllerManagerLease),
+			LeaseDuration: cfg.LeaderElectLeaseDuration, RenewDeadline: cfg.LeaderElectRenewDeadline,
+			RetryPeriod: cfg.LeaderElectRetryPeriod, Log: cfg.Log,
+		})
+		if err != nil {
+			return err
+		}
+		a.elector, a.electionDone = e, make(chan struct{})
+		go func() {
+			defer close(a.electionDone)
+			e.Run(ctx, manager.Run)
+		}()
+		running = func() float64 {
+			if e.Leading() {
+				return 1
+			}
+			return 0
+		}
+	} else {
+		go manager.Run(ctx)
+	}
+	return prom.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "watchcache_leader",
+		Help: "1 while this server runs the controllers of kube-controller-manager's role (it holds their Lease, or leader election is off), else 0."}, running))
 }
 
 // cachesInitialized is the /readyz check of KEP-4568: not ready until every
@@ -474,6 +532,13 @@ func (a *App) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		errs = append(errs, a.http.Shutdown(ctx))
 		cancel()
+	}
+	if a.electionDone != nil { // the controllers stop, then the Lease is released
+		select {
+		case <-a.electionDone:
+		case <-time.After(30 * time.Second):
+			a.log.Warn("leader election: the controllers did not stop in 30s; the Lease was not released")
+		}
 	}
 	a.cachesMu.Lock()
 	caches := a.caches

@@ -2,12 +2,22 @@
 // kube-controller-manager that the API's own lifecycle depends on (the
 // namespace controller and its companions, the garbage collector), fed by
 // the watch cache through package informer and writing to the stores
-// directly, as the system itself.
+// directly, as the system itself; and apiextensions-apiserver's work on
+// CustomResourceDefinitions.
+//
+// Several servers may share one etcd. Manager's controllers (those of
+// kube-controller-manager's role) must then run on one server at a time:
+// the server runs them under package leaderelect. CRDs runs on every
+// server, as apiextensions' controllers run in every kube-apiserver: each
+// server must serve every definition, and its status writes are
+// conflict-checked read-modify-writes that every server computes alike
+// from the stored state, so that two servers writing at once agree.
 package controller
 
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/informer"
@@ -16,6 +26,30 @@ import (
 	"github.com/watchcache/watchcache/pkg/storage"
 	"k8s.io/client-go/util/workqueue"
 )
+
+// Manager is the controllers of kube-controller-manager's role, those that
+// must run on one server at a time: the namespace controller (with the
+// default ServiceAccount and kube-root-ca.crt of every namespace) and the
+// garbage collector.
+type Manager struct {
+	Registry *resource.Registry
+	// RootCA is the PEM bundle published as kube-root-ca.crt.
+	RootCA []byte
+	Log    *slog.Logger
+}
+
+// Run runs the controllers until ctx ends and returns once their workers
+// have stopped. It may be called again after it returned (a leadership
+// regained): each call runs controllers made anew, with no state carried
+// over from the last.
+func (m Manager) Run(ctx context.Context) {
+	namespaces := &Namespaces{Registry: m.Registry, RootCA: m.RootCA, Log: m.Log}
+	gc := &GarbageCollector{Registry: m.Registry, Log: m.Log}
+	var wg sync.WaitGroup
+	wg.Go(func() { namespaces.Run(ctx) })
+	wg.Go(func() { gc.Run(ctx) })
+	wg.Wait()
+}
 
 // queue is a rate-limited work queue of keys.
 type queue[T comparable] = workqueue.TypedRateLimitingInterface[T]

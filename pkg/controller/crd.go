@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -31,6 +32,16 @@ const FinalizerCRDCleanup = "customresourcecleanup.apiextensions.k8s.io"
 // with a watch cache of its own) and marked NamesAccepted and Established
 // in its status; a changed definition is served anew; a deleted one has
 // its objects deleted, then stops being served and goes.
+//
+// It runs on every server sharing an etcd, as in kube-apiserver, and is
+// safe so (see the package comment): whether a definition's names are free
+// is decided, as by kube-apiserver's naming controller, from the names
+// other definitions accepted in their stored status, not from what this
+// server happens to have registered first; a definition is served under
+// its accepted names whichever server wrote them; status writes are
+// GuaranteedUpdates that write nothing when nothing changes; and the
+// cleanup of a deleted definition's objects tolerates another server's
+// deleting them too, and happens even on a server that never served it.
 type CRDs struct {
 	// Registry is where the definitions' resources are registered.
 	Registry *resource.Registry
@@ -45,11 +56,62 @@ type CRDs struct {
 
 	mu     sync.Mutex
 	served map[string]*servedCRD // by definition name
+	// claims are the names each definition's stored status accepted, by
+	// definition name, as the informer (and this controller's own writes)
+	// last saw them.
+	claims map[string]crdClaim
+}
+
+// crdClaim is what the naming check needs of a stored definition: the
+// names its status accepted (its claim on them) and its age, which settles
+// two claims on one name.
+type crdClaim struct {
+	rv                   uint64
+	group, created, name string
+	plural, kind         string
+}
+
+// readClaim reads o's claim.
+func readClaim(o *object.Object) crdClaim {
+	var d struct {
+		Metadata struct {
+			CreationTimestamp string `json:"creationTimestamp"`
+		} `json:"metadata"`
+		Spec struct {
+			Group string `json:"group"`
+		} `json:"spec"`
+		Status struct {
+			AcceptedNames struct {
+				Plural string `json:"plural"`
+				Kind   string `json:"kind"`
+			} `json:"acceptedNames"`
+		} `json:"status"`
+	}
+	json.Unmarshal(o.JSON(), &d)
+	created := d.Metadata.CreationTimestamp
+	if t, err := time.Parse(time.RFC3339, created); err == nil {
+		created = formatCreated(t)
+	}
+	return crdClaim{rv: o.ResourceVersion(), group: d.Spec.Group, created: created, name: o.Name(),
+		plural: d.Status.AcceptedNames.Plural, kind: d.Status.AcceptedNames.Kind}
+}
+
+// formatCreated formats a creationTimestamp for claims to compare.
+func formatCreated(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// precedes orders claims on one name: the older definition first, then
+// by name.
+func (a crdClaim) precedes(b crdClaim) bool {
+	if a.created != b.created {
+		return a.created < b.created
+	}
+	return a.name < b.name
 }
 
 // servedCRD is what a definition serves now.
 type servedCRD struct {
-	// spec is the definition's spec it serves, to tell a change.
+	// spec is the definition's spec and accepted names it serves, to tell
+	// a change.
 	spec []byte
 	// resources are registered, the storage version first.
 	resources []*resource.Resource
@@ -66,9 +128,11 @@ type servedCRD struct {
 func (c *CRDs) Start(ctx context.Context) {
 	c.crds = c.Registry.Lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 	c.served = map[string]*servedCRD{}
+	c.claims = map[string]crdClaim{}
 	c.q = newQueue[string](ctx, "crd")
 	store := c.Registry.Store(c.crds)
 	if list, err := store.GetList(ctx, "", storage.ListOptions{}); err == nil {
+		c.replaceClaims(list.Items)
 		for _, o := range list.Items {
 			if _, err := c.sync(ctx, o.Name()); err != nil {
 				c.Log.Warn("serving a custom resource definition", "name", o.Name(), "err", err)
@@ -77,6 +141,7 @@ func (c *CRDs) Start(ctx context.Context) {
 	}
 	go informer.Run(ctx, store, informer.Handler{
 		Replace: func(items []*object.Object, _ uint64) {
+			c.replaceClaims(items)
 			c.mu.Lock()
 			for name := range c.served {
 				c.q.Add(name) // may be gone
@@ -89,6 +154,7 @@ func (c *CRDs) Start(ctx context.Context) {
 		Apply: func(ev storage.Event) {
 			if ev.Type != storage.EventBookmark {
 				c.q.Add(ev.Object.Name())
+				c.noteClaim(ev.Object, ev.Type == storage.EventDeleted, false)
 			}
 		},
 	}, "customresourcedefinitions", c.Log)
@@ -113,7 +179,14 @@ func (c *CRDs) sync(ctx context.Context, name string) (result, error) {
 	if def.DeletionTimestamp != nil {
 		return c.terminate(ctx, obj, &def)
 	}
-	if conflict := c.nameConflict(&def); conflict != "" {
+	// It is served under the names it is about to accept, or, if another
+	// holds some of them, under those it accepted before, if those are
+	// still its own; else not at all. Every server decides alike.
+	conflict := c.nameConflict(&def, def.Spec.Names)
+	if conflict == "" {
+		def.Status.AcceptedNames = def.Spec.Names
+	} else if def.Status.AcceptedNames.Plural == "" || c.nameConflict(&def, def.Status.AcceptedNames) != "" {
+		c.unserve(def.Name)
 		return result{}, c.setStatus(ctx, obj, func(status map[string]any) {
 			setCondition(status, "NamesAccepted", "False", "NameConflict", conflict)
 		})
@@ -121,6 +194,11 @@ func (c *CRDs) sync(ctx context.Context, name string) (result, error) {
 	if err := c.serve(&def); err != nil {
 		return result{}, c.setStatus(ctx, obj, func(status map[string]any) {
 			setCondition(status, "Established", "False", "Invalid", err.Error())
+		})
+	}
+	if conflict != "" {
+		return result{}, c.setStatus(ctx, obj, func(status map[string]any) {
+			setCondition(status, "NamesAccepted", "False", "NameConflict", conflict)
 		})
 	}
 	return result{}, c.setStatus(ctx, obj, func(status map[string]any) {
@@ -137,27 +215,107 @@ func (c *CRDs) sync(ctx context.Context, name string) (result, error) {
 	})
 }
 
-// nameConflict says which of def's names another served resource of its
-// group holds ("" if none), as kube-apiserver's naming controller.
-func (c *CRDs) nameConflict(def *apiextensionsv1.CustomResourceDefinition) string {
+// nameConflict says which of names (their plural, then their kind) def
+// may not have ("" if none): one a built-in resource of its group has, or
+// one another definition of its group accepted in its stored status, as
+// kube-apiserver's naming controller decides, unless def accepted it too
+// and is the older (two servers may accept one name for two definitions
+// at once; every server then settles it alike). The answer depends on
+// stored state only, never on what this server registered first, so that
+// servers sharing an etcd agree (else each would write its own answer into
+// the status, over and over).
+func (c *CRDs) nameConflict(def *apiextensionsv1.CustomResourceDefinition, names apiextensionsv1.CustomResourceDefinitionNames) string {
 	for _, r := range c.Registry.All() {
-		if r.Group != def.Spec.Group || r.Definition == def.Name {
+		if r.Group != def.Spec.Group || r.Definition != "" {
 			continue
 		}
 		switch {
-		case r.Plural == def.Spec.Names.Plural:
-			return fmt.Sprintf("%q is already in use", def.Spec.Names.Plural)
-		case r.Kind == def.Spec.Names.Kind:
-			return fmt.Sprintf("%q is already in use", def.Spec.Names.Kind)
+		case r.Plural == names.Plural:
+			return fmt.Sprintf("%q is already in use", names.Plural)
+		case r.Kind == names.Kind:
+			return fmt.Sprintf("%q is already in use", names.Kind)
 		}
+	}
+	own := crdClaim{group: def.Spec.Group, name: def.Name, plural: def.Status.AcceptedNames.Plural, kind: def.Status.AcceptedNames.Kind}
+	if !def.CreationTimestamp.IsZero() {
+		own.created = formatCreated(def.CreationTimestamp.Time)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	taken := func(name string, claimed func(crdClaim) string) bool {
+		if name == "" {
+			return false
+		}
+		for _, other := range c.claims {
+			if other.name == def.Name || other.group != def.Spec.Group || claimed(other) != name {
+				continue
+			}
+			if claimed(own) != name || !own.precedes(other) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case taken(names.Plural, func(c crdClaim) string { return c.plural }):
+		return fmt.Sprintf("%q is already in use", names.Plural)
+	case taken(names.Kind, func(c crdClaim) string { return c.kind }):
+		return fmt.Sprintf("%q is already in use", names.Kind)
 	}
 	return ""
 }
 
-// serve registers def's resources, anew if its spec changed since it was
-// served, keeping the store if group, plural and scope are the same.
+// replaceClaims takes in the claims of a whole list of definitions.
+func (c *CRDs) replaceClaims(items []*object.Object) {
+	claims := make(map[string]crdClaim, len(items))
+	for _, o := range items {
+		claims[o.Name()] = readClaim(o)
+	}
+	c.mu.Lock()
+	c.claims = claims
+	c.mu.Unlock()
+}
+
+// noteClaim takes in a definition's state newer than the one known (gone:
+// deleted; written: this controller's own write, which only updates a
+// definition known) and, when its claim changed, queues the other
+// definitions of its group, whose names may now be free or taken (two
+// servers that accepted one name for two definitions at once then settle
+// it). A definition that goes does not queue them: the names it frees are
+// taken by the definitions created or changed next, not by one refused
+// before (as kube-apiserver would), which gets them when next synced.
+func (c *CRDs) noteClaim(o *object.Object, gone, written bool) {
+	claim := readClaim(o)
+	c.mu.Lock()
+	old, known := c.claims[claim.name]
+	if known && old.rv > claim.rv || written && !known {
+		c.mu.Unlock()
+		return
+	}
+	if gone {
+		delete(c.claims, claim.name)
+	} else {
+		c.claims[claim.name] = claim
+	}
+	var others []string
+	if !gone && (old.plural != claim.plural || old.kind != claim.kind) {
+		for name, other := range c.claims {
+			if other.group == claim.group && name != claim.name {
+				others = append(others, name)
+			}
+		}
+	}
+	c.mu.Unlock()
+	for _, name := range others {
+		c.q.Add(name)
+	}
+}
+
+// serve registers def's resources under its status's accepted names, anew
+// if its spec or those names changed since it was served, keeping the
+// store if group, plural and scope are the same.
 func (c *CRDs) serve(def *apiextensionsv1.CustomResourceDefinition) error {
-	spec, _ := json.Marshal(def.Spec)
+	spec, _ := json.Marshal([]any{def.Spec, def.Status.AcceptedNames})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.served[def.Name]
@@ -243,6 +401,18 @@ func (c *CRDs) terminate(ctx context.Context, obj *object.Object, def *apiextens
 	c.mu.Lock()
 	s := c.served[def.Name]
 	c.mu.Unlock()
+	if s == nil && established(def) {
+		// Its objects must go even if this server does not serve it (it
+		// may have started after the definition was deleted, while another
+		// server served it): serve it to delete them. One never
+		// established has none.
+		if err := c.serve(def); err != nil {
+			return result{}, err
+		}
+		c.mu.Lock()
+		s = c.served[def.Name]
+		c.mu.Unlock()
+	}
 	if s != nil {
 		zero := int64(0)
 		left, err := lifecycle.DeleteAll(ctx, s.resources[0], s.store, "", storage.ListOptions{},
@@ -267,7 +437,7 @@ func (c *CRDs) terminate(ctx context.Context, obj *object.Object, def *apiextens
 		return json.Marshal(o)
 	}, obj)
 	if storage.CodeOf(err) == storage.ErrNotFound {
-		return result{}, nil
+		return result{}, nil // another server removed it, and it went
 	}
 	if err != nil {
 		return result{}, err
@@ -276,11 +446,23 @@ func (c *CRDs) terminate(ctx context.Context, obj *object.Object, def *apiextens
 	return result{}, err
 }
 
+// established says whether def's stored status is Established.
+func established(def *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, cond := range def.Status.Conditions {
+		if cond.Type == apiextensionsv1.Established {
+			return cond.Status == apiextensionsv1.ConditionTrue
+		}
+	}
+	return false
+}
+
 // setStatus changes a definition's status with change, writing only if
-// something changed.
+// something changed. change must give the same result whichever server
+// runs it on the same stored state (times of conditions whose status does
+// not change are kept), so that servers writing at once converge.
 func (c *CRDs) setStatus(ctx context.Context, obj *object.Object, change func(status map[string]any)) error {
 	uid := obj.UID()
-	_, err := c.Registry.Store(c.crds).GuaranteedUpdate(ctx, obj.Key(), &storage.Preconditions{UID: &uid}, func(cur *object.Object) ([]byte, error) {
+	updated, err := c.Registry.Store(c.crds).GuaranteedUpdate(ctx, obj.Key(), &storage.Preconditions{UID: &uid}, func(cur *object.Object) ([]byte, error) {
 		o, err := decode(cur)
 		if err != nil {
 			return nil, err
@@ -293,8 +475,11 @@ func (c *CRDs) setStatus(ctx context.Context, obj *object.Object, change func(st
 		delete(jsonmap.Child(o, "metadata"), "resourceVersion")
 		return json.Marshal(o)
 	}, obj)
-	if err == errUnchanged || storage.CodeOf(err) == storage.ErrNotFound {
+	if errors.Is(err, errUnchanged) || storage.CodeOf(err) == storage.ErrNotFound {
 		return nil
+	}
+	if err == nil {
+		c.noteClaim(updated, false, true)
 	}
 	return err
 }

@@ -75,7 +75,12 @@ func (gc *GarbageCollector) Run(ctx context.Context) {
 	gc.owners = map[objectRef][]metav1.OwnerReference{}
 	gc.watching = map[*resource.Resource]context.CancelFunc{}
 	gc.q = newQueue[objectRef](ctx, "garbage-collector")
+	// The subscription outlives this run (the registry has no way to
+	// cancel one): once ctx ends it does nothing.
 	gc.Registry.OnChange(func(added, removed []*resource.Resource) {
+		if ctx.Err() != nil {
+			return
+		}
 		for _, res := range added {
 			gc.watch(ctx, res)
 		}
