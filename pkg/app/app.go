@@ -469,7 +469,7 @@ func (a *App) connectEtcd(cfg Config) (*clientv3.Client, error) {
 			return nil, fmt.Errorf("etcd TLS: %w", err)
 		}
 	}
-	return clientv3.New(clientv3.Config{Endpoints: cfg.EtcdServers, TLS: tlsConfig, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	return newEtcdClient(cfg.EtcdServers, tlsConfig)
 }
 
 // startEmbeddedEtcd starts etcd in <data-dir>/etcd, serving clients over
