@@ -24,20 +24,29 @@ import (
 // being just inside metadata's '{'. Its strings (name, namespace, uid,
 // labels, field values) share the memory of the stored bytes: those bytes
 // must never be modified, by anyone.
+//
+// The record is 128 bytes, exactly an allocation size class: a field added
+// to it costs 16 bytes per object (the next class is 144). That is why the
+// comma after the inserted resourceVersion is derived (comma) rather than
+// stored.
 type Object struct {
 	// key locates the object within its resource: "namespace/name" or, for
 	// cluster-scoped resources, "name".
 	key string
 	rv  uint64
+	// uidHash and namespaceHash are ShardHash of metadata.uid and
+	// metadata.namespace, computed once by Decode: a shard selector
+	// (KEP-5866) then costs a comparison per object, not a hash. Neither
+	// field changes over an object's life (the uid is immutable, the
+	// namespace is part of the key), so neither does its shard.
+	uidHash, namespaceHash uint64
 	// fields[i] is the value of schema.paths[i]; the first three are
 	// metadata.name, metadata.namespace and metadata.uid.
 	fields fieldValues
 	labels Labels
 	stored []byte
-	// rvAt is where the resourceVersion member goes; comma says whether it
-	// needs a comma after it (metadata has other members).
-	rvAt  int32
-	comma bool
+	// rvAt is where the resourceVersion member goes (see comma).
+	rvAt int32
 	// metaEnd is the offset just after metadata's '}' in stored.
 	metaEnd int32
 }
@@ -62,6 +71,13 @@ func (o *Object) Namespace() string { return o.fields.values[namespaceIndex] }
 // UID is metadata.uid.
 func (o *Object) UID() string { return o.fields.values[uidIndex] }
 
+// UIDHash is ShardHash(o.UID()), computed when the record was built.
+func (o *Object) UIDHash() uint64 { return o.uidHash }
+
+// NamespaceHash is ShardHash(o.Namespace()), computed when the record was
+// built.
+func (o *Object) NamespaceHash() uint64 { return o.namespaceHash }
+
 // Labels are metadata.labels, for label selectors.
 func (o *Object) Labels() Labels { return o.labels }
 
@@ -69,13 +85,18 @@ func (o *Object) Labels() Labels { return o.labels }
 // shared: do not keep it beyond the object.
 func (o *Object) Fields() *fieldValues { return &o.fields }
 
+// comma reports whether the inserted resourceVersion member needs a comma
+// after it: metadata has other members. The stored JSON is compact in
+// practice, so this looks at one byte.
+func (o *Object) comma() bool { return firstNonSpace(o.stored[o.rvAt:]) != '}' }
+
 // rvMember formats the inserted `"resourceVersion":"N"` member (and its
 // comma) into buf.
 func (o *Object) rvMember(buf *[48]byte) []byte {
 	m := append(buf[:0], `"resourceVersion":"`...)
 	m = strconv.AppendUint(m, o.rv, 10)
 	m = append(m, '"')
-	if o.comma {
+	if o.comma() {
 		m = append(m, ',')
 	}
 	return m
@@ -96,7 +117,7 @@ func (o *Object) WriteJSON(w *bufio.Writer) error {
 	w.Write(o.stored[:o.rvAt])
 	w.WriteString(`"resourceVersion":"`)
 	w.Write(strconv.AppendUint(w.AvailableBuffer(), o.rv, 10))
-	if o.comma {
+	if o.comma() {
 		w.WriteString(`",`)
 	} else {
 		w.WriteByte('"')
@@ -189,7 +210,6 @@ func Decode(schema *Schema, key string, data []byte, rv uint64) (obj *Object, cl
 		rv:      rv,
 		stored:  stored,
 		rvAt:    int32(d.metaOpen + 1),
-		comma:   firstNonSpace(stored[d.metaOpen+1:]) != '}',
 		metaEnd: int32(d.metaClose - cut),
 	}
 
@@ -213,6 +233,7 @@ func Decode(schema *Schema, key string, data []byte, rv uint64) (obj *Object, cl
 		values[i] = str(c)
 	}
 	obj.fields = fieldValues{schema: schema, values: values}
+	obj.uidHash, obj.namespaceHash = ShardHash(values[uidIndex]), ShardHash(values[namespaceIndex])
 	if len(d.labels) > 0 {
 		labels := make(Labels, len(d.labels))
 		for i, c := range d.labels {
