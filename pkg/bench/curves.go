@@ -101,9 +101,7 @@ func (b *bench) curvePoint(ctx context.Context, size int, baseline *memory) (cur
 	p.kubelet = closedLoop(ctx, clients, forDuration(clients, b.cfg.Duration, 1), func(ctx context.Context, client, i int) error {
 		return s.listNodePods(ctx, size, nodes, client*7919+i*31)
 	})
-	if _, _, err := b.createVia(ctx, s, "namespaces", b.cfg.Namespaces, func(i int) (string, []byte) {
-		return "/api/v1/namespaces", fmt.Appendf(nil, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":%q}}`, benchdata.Namespace(i, b.cfg.Namespaces))
-	}); err != nil {
+	if err := b.createPodNamespaces(ctx, s); err != nil {
 		return p, err
 	}
 	w := fanoutWork{collection: "/api/v1/pods", watchers: b.cfg.CurveWatchers, updates: b.cfg.CurveUpdates, writers: b.cfg.FanoutWriters, timeout: b.cfg.FanoutTimeout}

@@ -86,7 +86,7 @@ func (b *bench) load(ctx context.Context) error {
 		}
 	}
 	err := b.createAll(ctx, "namespaces", len(namespaces), func(i int) (string, []byte) {
-		return "/api/v1/namespaces", fmt.Appendf(nil, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":%q}}`, namespaces[i])
+		return "/api/v1/namespaces", namespaceObject(namespaces[i])
 	})
 	if err != nil {
 		return err
@@ -140,6 +140,20 @@ func (b *bench) load(ctx context.Context) error {
 	})
 	b.loaded.objects += objects
 	b.loaded.jsonBytes += size
+	return err
+}
+
+// namespaceObject is a Namespace's JSON.
+func namespaceObject(name string) []byte {
+	return fmt.Appendf(nil, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":%q}}`, name)
+}
+
+// createPodNamespaces creates, through s, the namespaces benchdata's pods
+// are spread over.
+func (b *bench) createPodNamespaces(ctx context.Context, s *server) error {
+	_, _, err := b.createVia(ctx, s, "namespaces", b.cfg.Namespaces, func(i int) (string, []byte) {
+		return "/api/v1/namespaces", namespaceObject(benchdata.Namespace(i, b.cfg.Namespaces))
+	})
 	return err
 }
 

@@ -43,9 +43,7 @@ func (b *bench) nodes(ctx context.Context) error {
 		return err
 	}
 	ready := time.Since(s.started)
-	if _, _, err := b.createVia(ctx, s, "namespaces", b.cfg.Namespaces, func(i int) (string, []byte) {
-		return "/api/v1/namespaces", fmt.Appendf(nil, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":%q}}`, benchdata.Namespace(i, b.cfg.Namespaces))
-	}); err != nil {
+	if err := b.createPodNamespaces(ctx, s); err != nil {
 		return err
 	}
 	if _, _, err := b.writeAll(ctx, "nodes and their status", n, func(ctx context.Context, i int) (int64, error) {
@@ -64,9 +62,11 @@ func (b *bench) nodes(ctx context.Context) error {
 	}
 
 	clients, stopClients := context.WithCancel(ctx)
-	defer stopClients()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		stopClients()
+		wg.Wait()
+	}()
 	startedAt := time.Now()
 	for range 2 { // the scheduler-like and the controller-like informer
 		r := &reflector{client: s.ownConnection(&c.retried), path: "/api/v1/pods", lists: &c.calls.informerLists,

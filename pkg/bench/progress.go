@@ -74,7 +74,7 @@ func (p *progressBar) draw(final bool) {
 	done := p.done.Load()
 	filled := progressWidth
 	if p.total > 0 {
-		filled = int(done * progressWidth / p.total)
+		filled = int(min(done, p.total) * progressWidth / p.total)
 	}
 	line := fmt.Sprintf("%-28s [%s%s] %s/%s  %.1f s", p.label, strings.Repeat("#", filled), strings.Repeat("-", progressWidth-filled),
 		FormatValue(Count, float64(done)), FormatValue(Count, float64(p.total)), time.Since(p.began).Seconds())
