@@ -88,6 +88,11 @@ type List struct {
 	// RemainingItemCount, when known (no selector filtered the list), is the
 	// number of objects after this page.
 	RemainingItemCount *int64
+	// Shard is the shard selector that filtered the list (nil: none did,
+	// even if one was asked for, when the store's ShardedListAndWatch gate
+	// is off). The server echoes it as metadata.shardInfo, which tells
+	// clients the list is a shard rather than the whole collection.
+	Shard *ShardSelector
 }
 
 // Chunks calls fn with the list's objects chunk by chunk, in key order:

@@ -22,6 +22,11 @@ type ListOptions struct {
 	// Labels and Fields select objects; nil selects everything.
 	Labels labels.Selector
 	Fields fields.Selector
+	// Shard, if not nil, selects the objects of a shard (shardSelector,
+	// KEP-5866): like the other selectors it filters lists, pages and
+	// watches. A store whose ShardedListAndWatch gate is off ignores it
+	// (and its lists then carry no List.Shard), as kube-apiserver does.
+	Shard *ShardSelector
 	// AllowWatchBookmarks asks a watch for BOOKMARK events.
 	AllowWatchBookmarks bool
 	// SendInitialEvents asks a watch for the current state first, ended by a
@@ -65,13 +70,13 @@ func (o *ListOptions) Matches(obj *object.Object) bool {
 	if o.Fields != nil && !o.Fields.Empty() && !o.Fields.Matches(obj.Fields()) {
 		return false
 	}
-	return true
+	return o.Shard == nil || o.Shard.Matches(obj)
 }
 
 // Filtered reports whether the selectors can drop objects (so counts of
 // keys are not counts of results).
 func (o *ListOptions) Filtered() bool {
-	return (o.Labels != nil && !o.Labels.Empty()) || (o.Fields != nil && !o.Fields.Empty())
+	return (o.Labels != nil && !o.Labels.Empty()) || (o.Fields != nil && !o.Fields.Empty()) || o.Shard != nil
 }
 
 // CheckScopeAndSelectors checks what a list or watch reads: a valid scope
