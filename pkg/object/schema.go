@@ -7,11 +7,14 @@ import (
 
 // Schema says which fields of a resource's objects are selectable (by
 // field selectors and indexes), as dotted JSON paths like "spec.nodeName".
-// metadata.name and metadata.namespace are always selectable.
+// metadata.name and metadata.namespace are always selectable. It also says
+// whether the objects are cluster-scoped (see WithClusterScope).
 type Schema struct {
 	paths []string
 	index map[string]int
 	root  *pathNode
+	// clusterScoped: the objects have no namespace.
+	clusterScoped bool
 }
 
 type role int
@@ -68,6 +71,20 @@ func MustSchema(selectable ...string) *Schema {
 	}
 	return s
 }
+
+// WithClusterScope returns the schema of the same objects in a
+// cluster-scoped resource: they have no namespace, so each is stored under
+// its name alone, and stores answer a list or watch of all the resource by
+// metadata.name with a read of that one key. (Keys are "namespace/name"
+// otherwise, and a list of all namespaces by name reads each namespace.)
+func (s *Schema) WithClusterScope() *Schema {
+	cp := *s // the paths, index and tree never change once built
+	cp.clusterScoped = true
+	return &cp
+}
+
+// ClusterScoped reports whether the schema is WithClusterScope's.
+func (s *Schema) ClusterScoped() bool { return s.clusterScoped }
 
 // Selectable reports whether field selectors may use the field.
 func (s *Schema) Selectable(field string) bool {

@@ -232,6 +232,9 @@ func (r *Resource) Complete() error {
 	if err != nil {
 		return err
 	}
+	if !r.Namespaced {
+		schema = schema.WithClusterScope()
+	}
 	r.schema = schema
 	return nil
 }

@@ -12,13 +12,13 @@ func TestBuiltins(t *testing.T) {
 		t.Fatal(err)
 	}
 	pods := reg.Lookup("", "v1", "pods")
-	if pods == nil || !pods.Namespaced || !pods.Schema().Selectable("spec.nodeName") || !pods.Schema().Selectable("metadata.namespace") {
+	if pods == nil || !pods.Namespaced || !pods.Schema().Selectable("spec.nodeName") || !pods.Schema().Selectable("metadata.namespace") || pods.Schema().ClusterScoped() {
 		t.Fatalf("pods = %+v", pods)
 	}
 	if got := pods.EtcdPrefix("/registry"); got != "/registry/core/pods" {
 		t.Errorf("EtcdPrefix = %q", got)
 	}
-	if ns := reg.Lookup("", "v1", "namespaces"); ns == nil || ns.Namespaced || ns.Key("", "a") != "a" {
+	if ns := reg.Lookup("", "v1", "namespaces"); ns == nil || ns.Namespaced || ns.Key("", "a") != "a" || !ns.Schema().ClusterScoped() {
 		t.Fatalf("namespaces = %+v", ns)
 	}
 	if pods.Key("ns", "a") != "ns/a" {
