@@ -79,13 +79,14 @@ func removeExactly(ctx context.Context, store storage.Interface, obj *object.Obj
 
 // DeleteAll deletes (or marks, see Delete) the objects of a consistent
 // list, each only if it is still the object listed (same uid); objects
-// already gone are skipped.
+// already gone are skipped. It returns the objects deleted, with the
+// list's Shard when a shard selector limited the deletion to a shard.
 func DeleteAll(ctx context.Context, res *resource.Resource, store storage.Interface, scope string, opts storage.ListOptions, d strategy.Deletion) (*storage.List, error) {
 	list, err := store.GetList(ctx, scope, opts)
 	if err != nil {
 		return nil, err
 	}
-	out := &storage.List{ResourceVersion: list.ResourceVersion}
+	out := &storage.List{ResourceVersion: list.ResourceVersion, Shard: list.Shard}
 	for _, obj := range list.Items {
 		uid := obj.UID()
 		last, err := Delete(ctx, res, store, obj.Key(), &storage.Preconditions{UID: &uid}, d, obj)

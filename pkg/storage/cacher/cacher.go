@@ -62,8 +62,16 @@ type Config struct {
 	// BookmarkInterval is how often watchers that allow bookmarks get one
 	// (0: a minute, as kube-apiserver).
 	BookmarkInterval time.Duration
-	Metrics          *metrics.Storage
-	Log              *slog.Logger
+	// DisableShardedListAndWatch turns the ShardedListAndWatch feature gate
+	// off: lists and watches ignore ListOptions.Shard, those delegated to
+	// Store included. The zero value (on) is the default. Either way every
+	// cached object carries the hashes a shard selector compares
+	// (object.Object.UIDHash, NamespaceHash), computed once when it is
+	// decoded.
+	DisableShardedListAndWatch bool
+
+	Metrics *metrics.Storage
+	Log     *slog.Logger
 }
 
 // Cacher is a storage.Interface that mirrors one resource of etcd in
@@ -96,6 +104,8 @@ type Cacher struct {
 	consistentList     bool
 	consistentGet      bool
 	consistentFallback bool
+	// noSharding is Config.DisableShardedListAndWatch.
+	noSharding bool
 	// inconsistent is set by the detector until the next list completes.
 	inconsistent atomic.Bool
 	// stopWatch ends the reflector's current watch (for relist).
@@ -146,6 +156,7 @@ func New(cfg Config) *Cacher {
 		consistentList:     cfg.ConsistentListFromCache,
 		consistentGet:      cfg.ConsistentGetFromCache,
 		consistentFallback: cfg.ConsistentReadFallback,
+		noSharding:         cfg.DisableShardedListAndWatch,
 		revisions:          newRevisionFetcher(cfg.Store.CurrentResourceVersion),
 		events:             newEventLog(cfg.HistoryWindow, maxLoggedEvents),
 		cancel:             cancel,
@@ -271,6 +282,9 @@ func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions) (
 
 // GetList implements storage.Interface, following the decisions table.
 func (c *Cacher) GetList(ctx context.Context, scope string, opts storage.ListOptions) (*storage.List, error) {
+	if c.noSharding {
+		opts.Shard = nil
+	}
 	plan, err := storage.PlanList(opts, scope)
 	if err != nil {
 		return nil, err
@@ -314,7 +328,7 @@ func (c *Cacher) GetList(ctx context.Context, scope string, opts storage.ListOpt
 	}
 	p := sn.list(scope, plan.StartKey, plan.Limit, &opts)
 	c.metrics.ListServed(c.resource, metrics.StorageCache, p.scanned, len(p.items))
-	list := &storage.List{Items: p.items, ResourceVersion: listRV}
+	list := &storage.List{Items: p.items, ResourceVersion: listRV, Shard: opts.Shard}
 	if p.next != "" {
 		list.Continue = storage.EncodeContinue(int64(listRV), p.next)
 		if p.remaining >= 0 {

@@ -16,7 +16,7 @@ func newCacher(t *testing.T, cfg etcd3.Config) storage.Interface {
 	// Bookmarks as often as the suite's etcd sends progress notifications.
 	c := New(Config{Store: etcd3.New(cfg), Resource: "pods", IndexedFields: []string{"spec.nodeName"},
 		BookmarkInterval: storagetest.ProgressNotifyInterval, ConsistentListFromCache: true, ConsistentGetFromCache: true,
-		ConsistencyCheckInterval: 100 * time.Millisecond})
+		ConsistencyCheckInterval: 100 * time.Millisecond, DisableShardedListAndWatch: cfg.DisableShardedListAndWatch})
 	t.Cleanup(c.Stop)
 	deadline := time.Now().Add(10 * time.Second)
 	for !c.Ready() {

@@ -26,6 +26,9 @@ import (
 // 504). While the cache is not ready the watch is refused with 429 (or,
 // without resilient initialization, waits for it).
 func (c *Cacher) Watch(ctx context.Context, scope string, opts storage.ListOptions) (storage.Watcher, error) {
+	if c.noSharding {
+		opts.Shard = nil
+	}
 	plan, err := storage.PlanWatch(opts)
 	if err != nil {
 		return nil, err

@@ -25,6 +25,9 @@ const (
 // one snapshot. A list without a limit is read in chunks at one revision
 // (see stream), handed out as it is read when opts.Stream asks for it.
 func (s *Store) GetList(ctx context.Context, scope string, opts storage.ListOptions) (*storage.List, error) {
+	if s.noSharding {
+		opts.Shard = nil
+	}
 	plan, err := storage.PlanList(opts, scope)
 	if err != nil {
 		return nil, err
@@ -52,6 +55,7 @@ func (s *Store) GetList(ctx context.Context, scope string, opts storage.ListOpti
 	if err != nil {
 		return nil, err
 	}
+	list.Shard = opts.Shard
 	return list, nil
 }
 

@@ -46,6 +46,10 @@ type Config struct {
 	// NoRangeStream reads lists without a limit with ranged Gets even from
 	// an etcd that has RangeStream (tests of the fallback).
 	NoRangeStream bool
+	// DisableShardedListAndWatch turns the ShardedListAndWatch feature gate
+	// off: lists and watches ignore ListOptions.Shard. The zero value (on)
+	// is the default.
+	DisableShardedListAndWatch bool
 }
 
 // Transformer turns a value into what etcd stores at etcdKey, and back.
@@ -68,6 +72,8 @@ type Store struct {
 	// listChunkKeys and noRangeStream are Config's.
 	listChunkKeys int64
 	noRangeStream bool
+	// noSharding is Config.DisableShardedListAndWatch.
+	noSharding bool
 	// noRangeStreamUntil is when RangeStream may be tried again after etcd
 	// answered Unimplemented (Unix nanoseconds; 0: never refused).
 	noRangeStreamUntil atomic.Int64
@@ -79,7 +85,7 @@ var _ storage.Interface = (*Store)(nil)
 func New(cfg Config) *Store {
 	return &Store{client: cfg.Client, prefix: strings.TrimSuffix(cfg.Prefix, "/") + "/", schema: cfg.Schema,
 		resource: cfg.Resource, metrics: cfg.Metrics, transformer: cfg.Transformer,
-		listChunkKeys: cfg.ListChunkKeys, noRangeStream: cfg.NoRangeStream}
+		listChunkKeys: cfg.ListChunkKeys, noRangeStream: cfg.NoRangeStream, noSharding: cfg.DisableShardedListAndWatch}
 }
 
 // Schema implements storage.Interface.

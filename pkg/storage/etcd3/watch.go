@@ -23,6 +23,9 @@ const resultBuffer = 100
 // chunk by chunk as the watcher takes its events) arrive as an EventError,
 // after which the channel closes.
 func (s *Store) Watch(ctx context.Context, scope string, opts storage.ListOptions) (storage.Watcher, error) {
+	if s.noSharding {
+		opts.Shard = nil
+	}
 	plan, err := storage.PlanWatch(opts)
 	if err != nil {
 		return nil, err
@@ -225,7 +228,9 @@ func (w *watcher) translate(e *clientv3.Event) (storage.Event, bool, *storage.Er
 	return storage.Event{}, false, nil
 }
 
-// selects reports whether the watch has a label or field selector.
+// selects reports whether the watch has a label or field selector. A shard
+// selector does not count: an object's shard never changes (its uid and
+// namespace do not), so its previous state passed it if its new one does.
 func (w *watcher) selects() bool {
 	return w.opts.Labels != nil && !w.opts.Labels.Empty() || w.opts.Fields != nil && !w.opts.Fields.Empty()
 }

@@ -63,6 +63,12 @@ package storagetest
 // (WatchDeletedCarriesLastState), bookmarks (WatchBookmarks,
 // WatchRequestProgress, WatchNoBookmarksUnlessAllowed), 410 for compacted
 // starts (WatchCompacted), clean ends (WatchStop, WatchContextCancel).
+// Sharded lists and watches (KEP-5866, ListOptions.Shard): ShardList (four
+// shards of the uid space, whole and paged, at every kind of revision,
+// with a label selector too: each the state restricted to its objects,
+// together every object once), ShardListByNamespace, ShardWatch (a watch
+// on a shard sees every event of its objects and nothing else),
+// ShardGateOff (the ShardedListAndWatch gate off: selectors ignored).
 // Writes: Create, CreateConcurrentOneWins, Get (the GET rows: "", "0",
 // "N"), GuaranteedUpdate, GuaranteedUpdateConcurrent, Delete,
 // CurrentResourceVersion.

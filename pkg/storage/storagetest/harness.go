@@ -76,7 +76,8 @@ var PodSchema = object.MustSchema("spec.nodeName", "status.phase")
 
 // NewStoreFunc builds the implementation under test on top of an etcd3
 // store configuration (the cacher wraps an etcd3 store; etcd3 uses it as
-// is). The implementation is stopped by t.Cleanup.
+// is). The implementation is stopped by t.Cleanup. Its feature gates are
+// cfg's (DisableShardedListAndWatch): a wrapper takes them from there.
 type NewStoreFunc func(t *testing.T, cfg etcd3.Config) storage.Interface
 
 // NewEtcd3 is the NewStoreFunc of the etcd3 store itself.
@@ -90,6 +91,9 @@ type env struct {
 	prefix string // the resource's etcd prefix
 	client *clientv3.Client
 	hist   *history
+	// newStore and cfg are what built store (see storeWith).
+	newStore NewStoreFunc
+	cfg      etcd3.Config
 }
 
 // ChunkKeys is the etcd3 stores' ListChunkKeys in the suite: lists
@@ -104,7 +108,16 @@ func newEnv(t *testing.T, newStore NewStoreFunc) *env {
 	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
 	prefix := fmt.Sprintf("/storagetest/%d-%s/pods", prefixSeq.Add(1), name)
 	cfg := etcd3.Config{Client: etcdClient, Prefix: prefix, Schema: PodSchema, ListChunkKeys: ChunkKeys}
-	return &env{t: t, ctx: ctx, store: newStore(t, cfg), prefix: prefix, client: etcdClient, hist: newHistory()}
+	return &env{t: t, ctx: ctx, store: newStore(t, cfg), prefix: prefix, client: etcdClient, hist: newHistory(),
+		newStore: newStore, cfg: cfg}
+}
+
+// storeWith builds another store of the implementation under test over
+// the test's objects, with its configuration changed by change.
+func (e *env) storeWith(change func(*etcd3.Config)) storage.Interface {
+	cfg := e.cfg
+	change(&cfg)
+	return e.newStore(e.t, cfg)
 }
 
 // Run runs the whole suite against the implementation newStore builds.

@@ -63,14 +63,20 @@ func (h *history) lastRV() uint64 {
 	return h.writes[len(h.writes)-1].rv
 }
 
-// pod returns the JSON of a pod-like object.
+// pod returns the JSON of a pod-like object, its uid made of its
+// namespace and name.
 func pod(namespace, name, node string, labels map[string]string) []byte {
+	return podUID(namespace, name, "uid-"+namespace+"-"+name, node, labels)
+}
+
+// podUID returns the JSON of a pod-like object with the given uid.
+func podUID(namespace, name, uid, node string, labels map[string]string) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q`, name)
 	if namespace != "" {
 		fmt.Fprintf(&b, `,"namespace":%q`, namespace)
 	}
-	fmt.Fprintf(&b, `,"uid":"uid-%s-%s"`, namespace, name)
+	fmt.Fprintf(&b, `,"uid":%q`, uid)
 	if len(labels) > 0 {
 		keys := make([]string, 0, len(labels))
 		for k := range labels {
@@ -93,11 +99,17 @@ func pod(namespace, name, node string, labels map[string]string) []byte {
 // create creates a pod and records it.
 func (e *env) create(namespace, name, node string, labels map[string]string) *object.Object {
 	e.t.Helper()
+	return e.createData(namespace, name, pod(namespace, name, node, labels))
+}
+
+// createData creates the object data under namespace/name and records it.
+func (e *env) createData(namespace, name string, data []byte) *object.Object {
+	e.t.Helper()
 	key := name
 	if namespace != "" {
 		key = namespace + "/" + name
 	}
-	obj, err := e.store.Create(e.ctx, key, pod(namespace, name, node, labels))
+	obj, err := e.store.Create(e.ctx, key, data)
 	if err != nil {
 		e.t.Fatalf("create %s: %v", key, err)
 	}
@@ -109,7 +121,7 @@ func (e *env) create(namespace, name, node string, labels map[string]string) *ob
 func (e *env) update(cur *object.Object, node string, labels map[string]string) *object.Object {
 	e.t.Helper()
 	obj, err := e.store.GuaranteedUpdate(e.ctx, cur.Key(), nil, func(*object.Object) ([]byte, error) {
-		return pod(cur.Namespace(), cur.Name(), node, labels), nil
+		return podUID(cur.Namespace(), cur.Name(), cur.UID(), node, labels), nil
 	}, nil)
 	if err != nil {
 		e.t.Fatalf("update %s: %v", cur.Key(), err)
