@@ -94,7 +94,7 @@ func readDeleteOptions(r *http.Request) (deleteOptions, *apiError) {
 }
 
 func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
-	p, aerr := parseListParams(r.URL.Query())
+	p, aerr := parseListParams(r.URL.Query(), s.sharding)
 	if aerr != nil {
 		writeError(w, aerr, req.res, "")
 		return

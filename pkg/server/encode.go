@@ -10,7 +10,8 @@ import (
 	"github.com/watchcache/watchcache/pkg/storage"
 )
 
-// appendListMeta appends a list's ListMeta.
+// appendListMeta appends a list's ListMeta, with shardInfo when a shard
+// selector filtered the list.
 func appendListMeta(buf []byte, list *storage.List) []byte {
 	buf = append(buf, `{"resourceVersion":"`...)
 	buf = strconv.AppendUint(buf, list.ResourceVersion, 10)
@@ -23,6 +24,14 @@ func appendListMeta(buf []byte, list *storage.List) []byte {
 	if list.RemainingItemCount != nil {
 		buf = append(buf, `,"remainingItemCount":`...)
 		buf = strconv.AppendInt(buf, *list.RemainingItemCount, 10)
+	}
+	if list.Shard != nil {
+		// The selector as the request gave it (KEP-5866): its presence
+		// says the list is a shard, not the whole collection.
+		buf = append(buf, `,"shardInfo":{"selector":`...)
+		data, _ := json.Marshal(list.Shard.String())
+		buf = append(buf, data...)
+		buf = append(buf, '}')
 	}
 	return append(buf, '}')
 }

@@ -19,7 +19,9 @@ type listParams struct {
 
 // parseListParams parses and checks the query of a list or watch. The
 // option combinations are validated later by the storage tables.
-func parseListParams(q url.Values) (*listParams, *apiError) {
+// shardSelector is read only if sharding (the ShardedListAndWatch gate)
+// is on; it is ignored otherwise, as a server without the feature does.
+func parseListParams(q url.Values, sharding bool) (*listParams, *apiError) {
 	p := &listParams{}
 	p.opts.ResourceVersion = q.Get("resourceVersion")
 	p.opts.ResourceVersionMatch = metav1.ResourceVersionMatch(q.Get("resourceVersionMatch"))
@@ -47,6 +49,13 @@ func parseListParams(q url.Values) (*listParams, *apiError) {
 			return nil, badRequest("invalid fieldSelector %q: %v", s, perr)
 		}
 		p.opts.Fields = sel
+	}
+	if s := q.Get("shardSelector"); s != "" && sharding {
+		sel, perr := storage.ParseShardSelector(s)
+		if perr != nil {
+			return nil, badRequest("invalid shard selector: %v", perr)
+		}
+		p.opts.Shard = sel
 	}
 	if p.opts.AllowWatchBookmarks, err = boolParam(q, "allowWatchBookmarks"); err != nil {
 		return nil, err

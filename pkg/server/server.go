@@ -51,6 +51,12 @@ type Config struct {
 	// authorizer waits there until it has the change, so that a binding
 	// applies as soon as its write returns.
 	AfterWrite func(ctx context.Context, res *resource.Resource, rv uint64)
+	// DisableShardedListAndWatch turns the ShardedListAndWatch feature gate
+	// off: the shardSelector parameter of lists and watches is ignored, as
+	// by a server that does not know it (lists then carry no
+	// metadata.shardInfo, which tells clients so). The zero value (on) is
+	// the default.
+	DisableShardedListAndWatch bool
 }
 
 // Server is the HTTP handler of the API.
@@ -69,6 +75,8 @@ type Server struct {
 	admitWrite func(ctx context.Context, res *resource.Resource, namespace string, obj []byte) error
 	webhooks   Webhooks
 	afterWrite func(ctx context.Context, res *resource.Resource, rv uint64)
+	// sharding is the ShardedListAndWatch gate.
+	sharding bool
 }
 
 // New builds a Server.
@@ -84,6 +92,7 @@ func New(cfg Config) *Server {
 		admitWrite: cfg.AdmitWrite,
 		webhooks:   cfg.Webhooks,
 		afterWrite: cfg.AfterWrite,
+		sharding:   !cfg.DisableShardedListAndWatch,
 	}
 	s.openapi.Store(buildOpenAPI(cfg.Registry))
 	cfg.Registry.OnChange(func(_, _ []*resource.Resource) { s.openapi.Store(buildOpenAPI(cfg.Registry)) })
