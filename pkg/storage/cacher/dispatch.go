@@ -4,46 +4,90 @@ import (
 	"context"
 	"time"
 
+	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
 )
 
 // watchers is the set of a cache's watchers. Watchers whose selector
-// requires one value of an indexed field are filed under that value, so an
-// event reaches only the watchers it can concern (its object's old and new
-// values) without scanning the others. Guarded by Cacher.watchMu.
+// requires one name are filed under that name, and those whose selector
+// requires one value of the indexed field under that value, so an event
+// reaches only the watchers it can concern (its object's name; its old
+// and new values) without scanning the others. Guarded by Cacher.watchMu.
 type watchers struct {
 	unindexed map[*cacheWatcher]struct{}
-	byValue   map[string]map[*cacheWatcher]struct{}
+	byName    watcherIndex
+	byValue   watcherIndex
 	count     int
 }
 
-func newWatchers() *watchers {
-	return &watchers{unindexed: map[*cacheWatcher]struct{}{}, byValue: map[string]map[*cacheWatcher]struct{}{}}
-}
+// watcherIndex files watchers under a value.
+type watcherIndex map[string]map[*cacheWatcher]struct{}
 
-func (ws *watchers) add(w *cacheWatcher) {
-	ws.count++
-	if !w.indexed {
-		ws.unindexed[w] = struct{}{}
-		return
-	}
-	set := ws.byValue[w.indexValue]
+func (ix watcherIndex) add(value string, w *cacheWatcher) {
+	set := ix[value]
 	if set == nil {
 		set = map[*cacheWatcher]struct{}{}
-		ws.byValue[w.indexValue] = set
+		ix[value] = set
 	}
 	set[w] = struct{}{}
 }
 
+func (ix watcherIndex) remove(value string, w *cacheWatcher) {
+	delete(ix[value], w)
+	if len(ix[value]) == 0 {
+		delete(ix, value)
+	}
+}
+
+// deliver offers e to the watchers filed under the value of e's object
+// and, when it differs, under the value of its previous state (for which
+// the object leaves their selection). A watcher is filed once, so it is
+// offered e at most once.
+func (ix watcherIndex) deliver(e *logEvent, value func(*object.Object) string, deliver func(*cacheWatcher)) {
+	v := value(e.obj)
+	for w := range ix[v] {
+		deliver(w)
+	}
+	if e.prev != nil {
+		if old := value(e.prev); old != v {
+			for w := range ix[old] {
+				deliver(w)
+			}
+		}
+	}
+}
+
+func newWatchers() *watchers {
+	return &watchers{unindexed: map[*cacheWatcher]struct{}{}, byName: watcherIndex{}, byValue: watcherIndex{}}
+}
+
+// index returns the index w is filed in (nil: unindexed).
+func (ws *watchers) index(w *cacheWatcher) watcherIndex {
+	switch {
+	case !w.indexed:
+		return nil
+	case w.byName:
+		return ws.byName
+	default:
+		return ws.byValue
+	}
+}
+
+func (ws *watchers) add(w *cacheWatcher) {
+	ws.count++
+	if ix := ws.index(w); ix != nil {
+		ix.add(w.indexValue, w)
+	} else {
+		ws.unindexed[w] = struct{}{}
+	}
+}
+
 func (ws *watchers) remove(w *cacheWatcher) {
 	ws.count--
-	if !w.indexed {
+	if ix := ws.index(w); ix != nil {
+		ix.remove(w.indexValue, w)
+	} else {
 		delete(ws.unindexed, w)
-		return
-	}
-	delete(ws.byValue[w.indexValue], w)
-	if len(ws.byValue[w.indexValue]) == 0 {
-		delete(ws.byValue, w.indexValue)
 	}
 }
 
@@ -52,10 +96,26 @@ func (ws *watchers) forEach(fn func(*cacheWatcher)) {
 	for w := range ws.unindexed {
 		fn(w)
 	}
-	for _, set := range ws.byValue {
-		for w := range set {
-			fn(w)
+	for _, ix := range []watcherIndex{ws.byName, ws.byValue} {
+		for _, set := range ix {
+			for w := range set {
+				fn(w)
+			}
 		}
+	}
+}
+
+// indexWatcher says where the dispatcher files w: under the name its
+// selector requires (a watch of one object), else under the value of the
+// indexed field it requires (a kubelet's watch of its node's pods), else
+// with the watchers offered every event.
+func (c *Cacher) indexWatcher(w *cacheWatcher) {
+	if name, ok := w.opts.SelectedName(); ok {
+		w.indexed, w.byName, w.indexValue = true, true, name
+		return
+	}
+	if len(c.indexed) > 0 && w.opts.Fields != nil {
+		w.indexValue, w.indexed = w.opts.Fields.RequiresExactMatch(c.indexed[0])
 	}
 }
 
@@ -109,19 +169,12 @@ func (c *Cacher) dispatchLocked(events []*logEvent) {
 		for w := range c.watchers.unindexed {
 			deliver(w)
 		}
+		if len(c.watchers.byName) > 0 {
+			c.watchers.byName.deliver(e, (*object.Object).Name, deliver)
+		}
 		if len(c.watchers.byValue) > 0 {
 			field := c.indexed[0]
-			value := e.obj.Fields().Get(field)
-			for w := range c.watchers.byValue[value] {
-				deliver(w)
-			}
-			if e.prev != nil {
-				if old := e.prev.Fields().Get(field); old != value {
-					for w := range c.watchers.byValue[old] {
-						deliver(w)
-					}
-				}
-			}
+			c.watchers.byValue.deliver(e, func(o *object.Object) string { return o.Fields().Get(field) }, deliver)
 		}
 	}
 	c.metrics.EventsDispatched(c.resource, delivered, time.Since(start).Seconds())

@@ -13,6 +13,12 @@
 // their revisions. Readers take the newest snapshot, or the one holding an
 // exact revision, without locks; nothing they do blocks the reflector.
 //
+// A list or watch by name (field selector metadata.name=N) is a point
+// lookup: lists read the one key the name can have in the scope (one per
+// namespace over all namespaces), watchers are filed under the name so
+// that an event reaches only those of its object's name (byname.go,
+// dispatch.go).
+//
 // Where each read is served is one table, decisions in decide.go.
 //
 // # Deliberate differences from the etcd3 store

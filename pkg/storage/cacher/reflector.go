@@ -65,6 +65,7 @@ func (c *Cacher) reflect(ctx context.Context) {
 func (c *Cacher) listAndWatch(ctx context.Context) error {
 	start := time.Now()
 	st := newState(c.indexed)
+	st.clusterScoped = c.store.Schema().ClusterScoped()
 	list, err := c.store.GetList(context.WithValue(ctx, reflectorListKey{}, true), "", storage.ListOptions{Stream: true})
 	if err != nil {
 		return err

@@ -36,6 +36,8 @@ type snapshot struct {
 	rv      uint64
 	objects *btree.BTreeG[*object.Object]
 	indexes map[string]*btree.BTreeG[indexEntry]
+	// clusterScoped is the state's.
+	clusterScoped bool
 }
 
 // state is the cache's live, mutable store. Only the reflector goroutine
@@ -44,6 +46,9 @@ type state struct {
 	rv      uint64
 	objects *btree.BTreeG[*object.Object]
 	indexes map[string]*btree.BTreeG[indexEntry]
+	// clusterScoped says the objects are keyed by name alone (the
+	// resource's schema is cluster-scoped): a list by name reads one key.
+	clusterScoped bool
 }
 
 func newState(indexedFields []string) *state {
@@ -78,7 +83,7 @@ func (s *state) remove(obj *object.Object) {
 
 // snapshot clones the state. Must not run concurrently with put or remove.
 func (s *state) snapshot() *snapshot {
-	sn := &snapshot{rv: s.rv, objects: s.objects.Clone(), indexes: make(map[string]*btree.BTreeG[indexEntry], len(s.indexes))}
+	sn := &snapshot{rv: s.rv, objects: s.objects.Clone(), indexes: make(map[string]*btree.BTreeG[indexEntry], len(s.indexes)), clusterScoped: s.clusterScoped}
 	for f, idx := range s.indexes {
 		sn.indexes[f] = idx.Clone()
 	}
@@ -115,8 +120,9 @@ type page struct {
 }
 
 // list returns up to limit (0: all) objects under scope from startKey on
-// that match opts. A field selector requiring an exact value of an indexed
-// field is served from that index: only the matching objects are examined.
+// that match opts. A field selector requiring a name is served by key
+// lookups (see ascendByName); one requiring an exact value of an indexed
+// field from that index: only the matching objects are examined.
 func (sn *snapshot) list(scope, startKey string, limit int64, opts *storage.ListOptions) page {
 	from := scope
 	if startKey > from {
@@ -146,6 +152,10 @@ func (sn *snapshot) list(scope, startKey string, limit int64, opts *storage.List
 		}
 		p.items = append(p.items, obj)
 		return true
+	}
+	if l, ok := opts.LookupByName(scope, sn.clusterScoped); ok {
+		sn.ascendByName(l, from, visit)
+		return p
 	}
 	if value, idx := sn.indexFor(opts); idx != nil {
 		idx.AscendGreaterOrEqual(indexEntry{value: value, obj: keyProbe(from)}, func(e indexEntry) bool {

@@ -67,9 +67,7 @@ func (c *Cacher) Watch(ctx context.Context, scope string, opts storage.ListOptio
 		cancel:    cancel,
 		done:      make(chan struct{}),
 	}
-	if len(c.indexed) > 0 && opts.Fields != nil {
-		w.indexValue, w.indexed = opts.Fields.RequiresExactMatch(c.indexed[0])
-	}
+	c.indexWatcher(w)
 	if deadline, ok := ctx.Deadline(); ok {
 		w.deadline = deadline
 	}

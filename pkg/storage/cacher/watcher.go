@@ -14,8 +14,9 @@ import (
 // rate seen in the event log over the last second), so that a client that
 // briefly falls behind catches up without costing the dispatcher its
 // blocking budget: at least minWatcherBuffer, at most maxWatcherBuffer. A
-// watcher selecting by an indexed field (a kubelet watching its node's
-// pods) sees a small share of the events and gets indexedWatcherBuffer.
+// watcher selecting by name or by an indexed field (a kubelet watching its
+// node's pods) sees a small share of the events and gets
+// indexedWatcherBuffer.
 const (
 	minWatcherBuffer     = 100
 	maxWatcherBuffer     = 1000
@@ -57,9 +58,11 @@ type cacheWatcher struct {
 	scope  string
 	opts   storage.ListOptions
 	filter bool // opts has a selector
-	// indexValue is the value of the indexed field the selector requires
-	// (when indexed).
+	// indexed says the dispatcher files the watcher under indexValue: the
+	// name the selector requires (byName), or the value of the indexed
+	// field it requires (see Cacher.indexWatcher).
 	indexed    bool
+	byName     bool
 	indexValue string
 	bookmarks  bool
 
