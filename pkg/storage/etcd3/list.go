@@ -23,7 +23,8 @@ const (
 // newest revision (the latter checked against N); exact reads and
 // continuations read at their revision, so every page of a list comes from
 // one snapshot. A list without a limit is read in chunks at one revision
-// (see stream), handed out as it is read when opts.Stream asks for it.
+// (see stream), handed out as it is read when opts.Stream asks for it. A
+// list by name that one key answers reads that key (see readKey).
 func (s *Store) GetList(ctx context.Context, scope string, opts storage.ListOptions) (*storage.List, error) {
 	if s.noSharding {
 		opts.Shard = nil
@@ -35,14 +36,9 @@ func (s *Store) GetList(ctx context.Context, scope string, opts storage.ListOpti
 	if err := opts.CheckScopeAndSelectors(scope, s.schema); err != nil {
 		return nil, err
 	}
-	var list *storage.List
-	if plan.Limit == 0 {
-		list, err = s.stream(ctx, scope, plan, &opts)
-		if err == nil && !opts.Stream {
-			err = list.Collect()
-		}
-	} else {
-		list, err = s.list(ctx, scope, plan, &opts)
+	list, err := s.read(ctx, scope, plan, &opts)
+	if err == nil && !opts.Stream {
+		err = list.Collect()
 	}
 	if err != nil && plan.Continuation && storage.CodeOf(err) == storage.ErrExpired {
 		// KEP-365: offer to continue from the same key at the newest revision.
@@ -138,5 +134,17 @@ func (s *Store) setContinue(out *storage.List, rev int64, lastKey []byte) {
 // at the plan's read kind, the rest left to the list's Rest; for watches'
 // initial state.
 func (s *Store) listAll(ctx context.Context, scope string, read storage.ReadKind, rv uint64, opts *storage.ListOptions) (*storage.List, error) {
-	return s.stream(ctx, scope, storage.ListPlan{Read: read, RV: rv}, opts)
+	return s.read(ctx, scope, storage.ListPlan{Read: read, RV: rv}, opts)
+}
+
+// read reads a list as plan says: the one key a list by name can find
+// (readKey), else one page (list) with a limit, else a stream.
+func (s *Store) read(ctx context.Context, scope string, plan storage.ListPlan, opts *storage.ListOptions) (*storage.List, error) {
+	if l, ok := opts.LookupByName(scope, s.schema.ClusterScoped()); ok && l.Key != "" {
+		return s.readKey(ctx, scope, l.Key, plan, opts)
+	}
+	if plan.Limit > 0 {
+		return s.list(ctx, scope, plan, opts)
+	}
+	return s.stream(ctx, scope, plan, opts)
 }

@@ -72,12 +72,16 @@ func (s *Store) Watch(ctx context.Context, scope string, opts storage.ListOption
 		result: make(chan storage.Event, resultBuffer),
 		cancel: cancel,
 	}
-	watchOpts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithRev(int64(from) + 1), clientv3.WithPrevKV()}
+	key, prefix := s.watchRange(scope, &opts)
+	watchOpts := []clientv3.OpOption{clientv3.WithRev(int64(from) + 1), clientv3.WithPrevKV()}
+	if prefix {
+		watchOpts = append(watchOpts, clientv3.WithPrefix())
+	}
 	if plan.Bookmarks {
 		watchOpts = append(watchOpts, clientv3.WithProgressNotify())
 	}
 	// Opened before returning so that the start revision is pinned now.
-	etcdEvents := s.client.Watch(s.watchContext(wctx), s.prefix+scope, watchOpts...)
+	etcdEvents := s.client.Watch(s.watchContext(wctx), key, watchOpts...)
 	w.done.Add(1)
 	go w.run(wctx, initial, etcdEvents)
 	return w, nil
