@@ -69,6 +69,12 @@ package storagetest
 // together every object once), ShardListByNamespace, ShardWatch (a watch
 // on a shard sees every event of its objects and nothing else),
 // ShardGateOff (the ShardedListAndWatch gate off: selectors ignored).
+// Lists and watches by name (metadata.name=N, which the stores serve as
+// point lookups): ListByName (names in several namespaces, changed,
+// deleted, created and absent, over all namespaces and one, alone and
+// with other selectors, at every kind of revision, paged),
+// ListByNameClusterScoped, WatchByName (that name's events only: updates,
+// deletion and re-creation; not a key it prefixes), WatchByNameClusterScoped.
 // Writes: Create, CreateConcurrentOneWins, Get (the GET rows: "", "0",
 // "N"), GuaranteedUpdate, GuaranteedUpdateConcurrent, Delete,
 // CurrentResourceVersion.
