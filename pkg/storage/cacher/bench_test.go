@@ -47,26 +47,8 @@ func benchSetup(b *testing.B) (*etcd3.Store, *Cacher) {
 	benchOnce.Do(func() {
 		ctx := context.Background()
 		benchEtcd = etcd3.New(etcd3.Config{Client: storagetest.Client(), Prefix: "/bench/core/pods", Schema: storagetest.PodSchema})
-		var wg sync.WaitGroup
-		errs := make(chan error, 16)
-		for w := range 16 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := w; i < benchPods; i += 16 {
-					key := fmt.Sprintf("ns-%03d/pod-%06d", i%benchNamespaces, i)
-					if _, err := benchEtcd.Create(ctx, key, benchPod(i)); err != nil {
-						errs <- err
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		benchErr = <-errs
-		if benchErr == nil {
-			benchCache = startBenchCache(b)
+		if benchErr = loadBenchPods(ctx, benchEtcd, benchPods); benchErr == nil {
+			benchCache = startCacheOf(benchEtcd)
 		}
 	})
 	if benchErr != nil {
@@ -75,8 +57,34 @@ func benchSetup(b *testing.B) (*etcd3.Store, *Cacher) {
 	return benchEtcd, benchCache
 }
 
-func startBenchCache(tb testing.TB) *Cacher {
-	c := New(Config{Store: benchEtcd, Resource: "pods", IndexedFields: []string{"spec.nodeName"}})
+// benchPodKey is the key of pod i.
+func benchPodKey(i int) string { return fmt.Sprintf("ns-%03d/pod-%06d", i%benchNamespaces, i) }
+
+// loadBenchPods creates pods 0 to n-1 in store, from 16 writers.
+func loadBenchPods(ctx context.Context, store storage.Interface, n int) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 16 {
+				if _, err := store.Create(ctx, benchPodKey(i), benchPod(i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// startCacheOf starts a cache of store as the server caches pods, and
+// waits until it is ready.
+func startCacheOf(store storage.Interface) *Cacher {
+	c := New(Config{Store: store, Resource: "pods", IndexedFields: []string{"spec.nodeName"}})
 	for !c.Ready() {
 		time.Sleep(time.Millisecond)
 	}
@@ -177,7 +185,7 @@ func BenchmarkCacheInit(b *testing.B) {
 	}
 	var heapPerPod float64
 	for b.Loop() {
-		c := startBenchCache(b)
+		c := startCacheOf(benchEtcd)
 		b.StopTimer()
 		// What the cache holds: the live heap with it, minus the live heap
 		// once it is gone (etcd, in this process too, is in both).
