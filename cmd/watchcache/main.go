@@ -53,7 +53,7 @@ func parseFlags(args []string) (app.Config, error) {
 	fs.BoolVar(&c.WatchCache, "watch-cache", true, "serve reads from a watch cache in front of etcd")
 	fs.DurationVar(&c.WatchCacheHistoryWindow, "watch-cache-history-window", 75*time.Second, "how far back the watch cache keeps events and snapshots for watches and exact-revision lists")
 	var gates []string
-	fs.Func("feature-gates", "comma-separated Gate=true|false: ConsistentListFromCache, ConsistentGetFromCache, ResilientWatchCacheInitialization (all default true)", func(v string) error {
+	fs.Func("feature-gates", "comma-separated Gate=true|false: ConsistentListFromCache, ConsistentGetFromCache, ResilientWatchCacheInitialization, ShardedListAndWatch (all default true)", func(v string) error {
 		gates = append(gates, strings.Split(v, ",")...)
 		return nil
 	})
@@ -182,12 +182,13 @@ func parseCacheSizes(s string) (map[string]int, error) {
 // applyFeatureGates sets the feature gates: all on by default, then as
 // given on the command line (Gate=bool, later ones win).
 func applyFeatureGates(c *app.Config, given []string) error {
-	resilient := true
+	resilient, sharded := true, true
 	c.ConsistentListFromCache, c.ConsistentGetFromCache = true, true
 	gates := map[string]*bool{
 		"ConsistentListFromCache":           &c.ConsistentListFromCache,
 		"ConsistentGetFromCache":            &c.ConsistentGetFromCache,
 		"ResilientWatchCacheInitialization": &resilient,
+		"ShardedListAndWatch":               &sharded,
 	}
 	for _, item := range given {
 		if item == "" {
@@ -203,10 +204,11 @@ func applyFeatureGates(c *app.Config, given []string) error {
 			return fmt.Errorf("--feature-gates: %s=%q is not true or false", name, value)
 		}
 		*gate = on
-		if name != "ResilientWatchCacheInitialization" {
+		if name == "ConsistentListFromCache" || name == "ConsistentGetFromCache" {
 			c.ConsistentReadsExplicit = true // the etcd version safeguard is strict then
 		}
 	}
 	c.WaitWhileInitializing = !resilient
+	c.DisableShardedListAndWatch = !sharded
 	return nil
 }

@@ -12,7 +12,7 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !c.WatchCache || !c.ConsistentListFromCache || !c.ConsistentGetFromCache || c.ConsistentReadsExplicit ||
-		c.WaitWhileInitializing || c.ConsistentReadFallback || c.SecurePort != 6443 || c.BindAddress != "127.0.0.1" || c.StorageInitializationTimeout != time.Minute {
+		c.WaitWhileInitializing || c.ConsistentReadFallback || c.DisableShardedListAndWatch || c.SecurePort != 6443 || c.BindAddress != "127.0.0.1" || c.StorageInitializationTimeout != time.Minute {
 		t.Fatalf("defaults: %+v", c)
 	}
 	c, err = parseFlags([]string{"--feature-gates=ConsistentGetFromCache=false,ResilientWatchCacheInitialization=false",
@@ -28,9 +28,9 @@ func TestParseFlags(t *testing.T) {
 	if err != nil || strings.Join(c.TLSSANs, " ") != "a.example.com 10.0.0.1 b.example.com" {
 		t.Fatalf("--tls-san: %q, %v", c.TLSSANs, err)
 	}
-	c, err = parseFlags([]string{"--feature-gates=ResilientWatchCacheInitialization=true"})
-	if err != nil || c.ConsistentReadsExplicit {
-		t.Fatalf("the resilience gate alone is not an explicit consistent-read setting: %+v, %v", c, err)
+	c, err = parseFlags([]string{"--feature-gates=ResilientWatchCacheInitialization=true,ShardedListAndWatch=false"})
+	if err != nil || c.ConsistentReadsExplicit || !c.DisableShardedListAndWatch {
+		t.Fatalf("the resilience and sharding gates are not an explicit consistent-read setting; sharding off: %+v, %v", c, err)
 	}
 	for _, bad := range [][]string{
 		{"--feature-gates=Bogus=true"}, {"--feature-gates=ConsistentGetFromCache=maybe"},

@@ -126,6 +126,10 @@ type Config struct {
 	// WatchCacheHistoryWindow is how far back watches and exact-revision
 	// lists can start in the cache (0: the cache's default, 75 s).
 	WatchCacheHistoryWindow time.Duration
+	// DisableShardedListAndWatch turns the shardSelector parameter of
+	// lists and watches off (KEP-5866; gate ShardedListAndWatch=false):
+	// it is then ignored, as by a server that does not know it.
+	DisableShardedListAndWatch bool
 	// MinWatchTimeout is passed to the server (0: its default).
 	MinWatchTimeout time.Duration
 	// Profiling serves Go's profiles under /debug/pprof/ (--profiling).
@@ -309,6 +313,7 @@ func Start(cfg Config) (_ *App, err error) {
 	crds.Start(ctx)
 	srv := server.New(server.Config{
 		Registry: registry, Log: cfg.Log, MinWatchTimeout: cfg.MinWatchTimeout, Metrics: promRegistry, Profiling: cfg.Profiling,
+		DisableShardedListAndWatch: cfg.DisableShardedListAndWatch,
 		ReadyChecks: map[string]func(context.Context) error{
 			"etcd": func(ctx context.Context) error {
 				_, err := namespaceStore.CurrentResourceVersion(ctx)
@@ -412,7 +417,7 @@ func (a *App) cachesInitialized(timeout time.Duration) func(context.Context) err
 // says), behind a watch cache unless the cache is off for it.
 func (a *App) newStore(cfg Config, res *resource.Resource, m *metrics.Storage, enc *encryption.Config) storage.Interface {
 	etcdConfig := etcd3.Config{Client: a.etcdClient(res), Prefix: res.EtcdPrefix(cfg.EtcdPrefix), Schema: res.Schema(),
-		Resource: res.String(), Metrics: m}
+		Resource: res.String(), Metrics: m, DisableShardedListAndWatch: cfg.DisableShardedListAndWatch}
 	if t := enc.For(res.Group, res.Plural); t != nil {
 		etcdConfig.Transformer = t
 	}
@@ -430,8 +435,8 @@ func (a *App) newStore(cfg Config, res *resource.Resource, m *metrics.Storage, e
 		HistoryCapacity: size, HistoryWindow: cfg.WatchCacheHistoryWindow,
 		ConsistentListFromCache: cfg.ConsistentListFromCache, ConsistentGetFromCache: cfg.ConsistentGetFromCache,
 		ConsistentReadFallback: cfg.ConsistentReadFallback, ConsistencyCheckInterval: cfg.ConsistencyCheckInterval,
-		WaitWhileInitializing: cfg.WaitWhileInitializing,
-		IsCompacted:           etcdStore.IsCompacted, Metrics: m, Log: cfg.Log,
+		WaitWhileInitializing: cfg.WaitWhileInitializing, DisableShardedListAndWatch: cfg.DisableShardedListAndWatch,
+		IsCompacted: etcdStore.IsCompacted, Metrics: m, Log: cfg.Log,
 	})
 	a.cachesMu.Lock()
 	a.caches = append(a.caches, c)
