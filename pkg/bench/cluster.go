@@ -130,9 +130,10 @@ type reflector struct {
 	// path is the collection with its selector.
 	path string
 	// lists receives the LISTs' latencies; events, if not nil, the latency
-	// of ADDED and DELETED events of writes clock knows.
-	lists, events *sharedOutcome
-	clock         *eventClock
+	// of ADDED and DELETED events of writes clock knows; failed, the errors
+	// that ended watches.
+	lists, events, failed *sharedOutcome
+	clock                 *eventClock
 	// watching is called when the first watch has begun.
 	watching func()
 }
@@ -170,6 +171,9 @@ func (r *reflector) run(ctx context.Context) {
 			var gone bool
 			if gone, err = r.watch(ctx, &rv, started); gone {
 				break
+			}
+			if err != nil && ctx.Err() == nil {
+				r.failed.add(0, err)
 			}
 		}
 		if err != nil {
@@ -249,7 +253,9 @@ type clusterCalls struct {
 	leaseCreate, leaseRenew, leaseGet, nodeStatus, nodeGet sharedOutcome
 	kubeletPodLists, kubeletNodeLists, informerLists       sharedOutcome
 	kubeletEvents, informerEvents                          sharedOutcome
-	podCreates, podDeletes, namespaceLists                 *outcome
+	// watchErrors holds only failures: the errors that ended watches.
+	watchErrors                            sharedOutcome
+	podCreates, podDeletes, namespaceLists *outcome
 }
 
 // cluster is one run of the nodes scenario.
@@ -297,8 +303,10 @@ func (c *cluster) kubelet(ctx context.Context, i int, slots chan struct{}) {
 		}
 	}
 	reflectors := []*reflector{
-		{client: client, path: nodePodsPath(node), lists: &c.calls.kubeletPodLists, events: &c.calls.kubeletEvents, clock: &c.clock, watching: began},
-		{client: client, path: "/api/v1/nodes?fieldSelector=" + url.QueryEscape("metadata.name="+node), lists: &c.calls.kubeletNodeLists, watching: began},
+		{client: client, path: nodePodsPath(node), lists: &c.calls.kubeletPodLists, events: &c.calls.kubeletEvents, failed: &c.calls.watchErrors,
+			clock: &c.clock, watching: began},
+		{client: client, path: "/api/v1/nodes?fieldSelector=" + url.QueryEscape("metadata.name="+node), lists: &c.calls.kubeletNodeLists,
+			failed: &c.calls.watchErrors, watching: began},
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()

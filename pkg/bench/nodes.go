@@ -70,7 +70,7 @@ func (b *bench) nodes(ctx context.Context) error {
 	startedAt := time.Now()
 	for range 2 { // the scheduler-like and the controller-like informer
 		r := &reflector{client: s.ownConnection(&c.retried), path: "/api/v1/pods", lists: &c.calls.informerLists,
-			events: &c.calls.informerEvents, clock: &c.clock, watching: func() { c.watchers.Add(1) }}
+			events: &c.calls.informerEvents, failed: &c.calls.watchErrors, clock: &c.clock, watching: func() { c.watchers.Add(1) }}
 		wg.Go(func() { r.run(clients) })
 	}
 	b.bar.start("starting kubelets", n)
@@ -200,7 +200,7 @@ func (c *cluster) scenario(f clusterFigures) Scenario {
 		"Lease create": &calls.leaseCreate.o, "Lease renewal": &calls.leaseRenew.o, "Lease GET": &calls.leaseGet.o,
 		"node status": &calls.nodeStatus.o, "node GET": &calls.nodeGet.o, "pod create": calls.podCreates, "pod delete": calls.podDeletes,
 		"kubelet pod LIST": &calls.kubeletPodLists.o, "kubelet node LIST": &calls.kubeletNodeLists.o, "informer LIST": &calls.informerLists.o,
-		"namespace LIST": calls.namespaceLists,
+		"namespace LIST": calls.namespaceLists, "watch": &calls.watchErrors.o,
 	}
 	sc := Scenario{
 		ID:    "nodes",
