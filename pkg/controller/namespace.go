@@ -39,6 +39,13 @@ const (
 // finalizers waits before the next look.
 const contentWait = time.Second
 
+// deletionWorkers is how many terminating namespaces are emptied at once
+// (kube-controller-manager's --concurrent-namespace-syncs). A deletion
+// pass lists every resource; the quick work of active namespaces has a
+// queue and worker of its own, so that a new namespace gets its
+// ServiceAccount and kube-root-ca.crt at once while others are emptied.
+const deletionWorkers = 10
+
 // Namespaces is kube-controller-manager's namespace work: an active
 // namespace gets its default ServiceAccount and its kube-root-ca.crt
 // ConfigMap (recreated when deleted, corrected when changed); a namespace
@@ -56,6 +63,9 @@ type Namespaces struct {
 	Log    *slog.Logger
 
 	namespaces, serviceAccounts, configMaps *resource.Resource
+
+	// terminating queues the namespaces being deleted.
+	terminating queue[string]
 
 	mu    sync.Mutex
 	known map[string]bool // namespaces seen by the informer
@@ -94,7 +104,13 @@ func (c *Namespaces) Run(ctx context.Context) {
 	}, "namespaces", c.Log)
 	c.watchOwned(ctx, q, c.serviceAccounts, defaultServiceAccount)
 	c.watchOwned(ctx, q, c.configMaps, rootCAConfigMap)
+	c.terminating = newQueue[string](ctx, "namespace-deletion")
+	var wg sync.WaitGroup
+	for range deletionWorkers {
+		wg.Go(func() { work(ctx, c.terminating, c.syncDeletion, c.Log) })
+	}
 	work(ctx, q, c.sync, c.Log)
+	wg.Wait()
 }
 
 // watchOwned queues a namespace when its object of resource res named name
@@ -120,7 +136,8 @@ func (c *Namespaces) watchOwned(ctx context.Context, q queue[string], res *resou
 // store is res's store; a resource no longer served finds nothing.
 func (c *Namespaces) store(res *resource.Resource) storage.Interface { return storeOf(c.Registry, res) }
 
-// sync brings namespace name to what it should be.
+// sync brings active namespace name to what it should be, and hands a
+// namespace being deleted to the deletion workers.
 func (c *Namespaces) sync(ctx context.Context, name string) (result, error) {
 	ns, err := c.store(c.namespaces).Get(ctx, name, storage.GetOptions{ResourceVersion: "0"})
 	if storage.CodeOf(err) == storage.ErrNotFound {
@@ -130,12 +147,25 @@ func (c *Namespaces) sync(ctx context.Context, name string) (result, error) {
 		return result{}, err
 	}
 	if lifecycle.BeingDeleted(ns) {
-		return c.terminate(ctx, ns)
+		c.terminating.Add(name)
+		return result{}, nil
 	}
 	if err := c.ensureServiceAccount(ctx, name); err != nil {
 		return result{}, err
 	}
 	return result{}, c.ensureRootCA(ctx, name)
+}
+
+// syncDeletion empties namespace name if it is being deleted.
+func (c *Namespaces) syncDeletion(ctx context.Context, name string) (result, error) {
+	ns, err := c.store(c.namespaces).Get(ctx, name, storage.GetOptions{ResourceVersion: "0"})
+	if storage.CodeOf(err) == storage.ErrNotFound {
+		return result{}, nil
+	}
+	if err != nil || !lifecycle.BeingDeleted(ns) {
+		return result{}, err
+	}
+	return c.terminate(ctx, ns)
 }
 
 // ensureServiceAccount creates the namespace's default ServiceAccount if
