@@ -18,11 +18,17 @@ const kubeletTokensFile = "kubelet-tokens.csv"
 func kubeletUser(node string) string  { return "system:node:" + node }
 func kubeletToken(node string) string { return "bench-token-" + node }
 
-// writeKubeletTokens writes the token file before any server starts.
+// writeKubeletTokens writes the token file before any server starts: a
+// token for every node of the shared scenarios, and of the nodes scenario
+// if it runs.
 func (b *bench) writeKubeletTokens() error {
+	nodes := b.cfg.Nodes
+	if b.cfg.runs("nodes") {
+		nodes = max(nodes, b.cfg.ClusterNodes)
+	}
 	var lines strings.Builder
-	for i := range b.cfg.Nodes {
-		node := benchdata.Node(i, b.cfg.Nodes)
+	for i := range nodes {
+		node := benchdata.Node(i, nodes)
 		fmt.Fprintf(&lines, "%s,%s,uid-%s,\"system:nodes\"\n", kubeletToken(node), kubeletUser(node), node)
 	}
 	return os.WriteFile(filepath.Join(b.dir, kubeletTokensFile), []byte(lines.String()), 0o600)
@@ -38,6 +44,19 @@ func kubeletBinding(node string) []byte {
 		`"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"bench-kubelet"},` +
 		`"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"` + kubeletUser(node) + `"}]}`)
 }
+
+// nodesRole is what the nodes scenario's kubelets do, allowed to the group
+// of every kubelet user by nodesBinding (kube-apiserver's Node authorizer
+// would allow it, and more).
+const nodesRole = `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"bench-nodes"},"rules":[` +
+	`{"apiGroups":[""],"resources":["pods","nodes"],"verbs":["get","list","watch"]},` +
+	`{"apiGroups":[""],"resources":["nodes/status"],"verbs":["patch","update"]},` +
+	`{"apiGroups":["coordination.k8s.io"],"resources":["leases"],"verbs":["get","create","update"]}]}`
+
+// nodesBinding binds the group system:nodes to nodesRole.
+const nodesBinding = `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"bench-nodes"},` +
+	`"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"bench-nodes"},` +
+	`"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"Group","name":"system:nodes"}]}`
 
 // kubeletAuth is the kubelet scenario with authentication and
 // authorization in the way: on the cache-on server each client is its

@@ -277,12 +277,13 @@ type cluster struct {
 }
 
 // kubelet is node i's kubelet: it creates its Lease, lists and watches its
-// node's pods and its Node, on one HTTP/2 connection of its own; once every
-// client has started it renews its Lease and patches its node's status
-// until ctx ends. slots bounds how many kubelets start at once.
+// node's pods and its Node, on one HTTP/2 connection of its own, as its
+// node's kubelet user (a bearer token); once every client has started it
+// renews its Lease and patches its node's status until ctx ends. slots
+// bounds how many kubelets start at once.
 func (c *cluster) kubelet(ctx context.Context, i int, slots chan struct{}) {
 	node := benchdata.Node(i, c.nodes)
-	client := c.s.ownConnection(&c.retried)
+	client := c.s.as(kubeletToken(node)).ownConnection(&c.retried)
 	defer client.closeIdle()
 	select {
 	case slots <- struct{}{}:

@@ -46,6 +46,11 @@ func (b *bench) nodes(ctx context.Context) error {
 	if err := b.createPodNamespaces(ctx, s); err != nil {
 		return err
 	}
+	for _, rbac := range [][2]string{{"clusterroles", nodesRole}, {"clusterrolebindings", nodesBinding}} {
+		if _, err := s.create(ctx, "/apis/rbac.authorization.k8s.io/v1/"+rbac[0], []byte(rbac[1])); err != nil {
+			return err
+		}
+	}
 	if _, _, err := b.writeAll(ctx, "nodes and their status", n, func(ctx context.Context, i int) (int64, error) {
 		name := benchdata.Node(i, n)
 		if _, err := s.create(ctx, "/api/v1/nodes", nodeObject(name, i)); err != nil {
@@ -206,8 +211,9 @@ func (c *cluster) scenario(f clusterFigures) Scenario {
 		ID:    "nodes",
 		Title: fmt.Sprintf("A %s-node cluster on one cache-on server: SLIs against Kubernetes' SLOs", FormatValue(Count, float64(c.nodes))),
 		Workload: fmt.Sprintf("%s; then the cache-on server started over them (ready in %s), and the benchmark created %d namespaces and %s Nodes with their status over HTTP. "+
-			"A scheduler-like and a controller-like informer LIST all pods (resourceVersion=0) and watch them; %s kubelet-like clients, %d starting at a time, each on an HTTP/2 connection of its own "+
-			"(as real kubelets; the administrator's certificate), create their Lease in %s, LIST (resourceVersion=0) and watch (allowWatchBookmarks) their node's pods (fieldSelector spec.nodeName) "+
+			"A scheduler-like and a controller-like informer (the administrator, as the pod churn) LIST all pods (resourceVersion=0) and watch them; %s kubelet-like clients, %d starting at a time, each on an HTTP/2 connection of its own "+
+			"(as real kubelets), each as its node's kubelet user (a bearer token of --token-auth-file, in group system:nodes, allowed by RBAC through one ClusterRoleBinding; "+
+			"so, unlike the administrator, subject to --max-requests-inflight and --max-mutating-requests-inflight), create their Lease in %s, LIST (resourceVersion=0) and watch (allowWatchBookmarks) their node's pods (fieldSelector spec.nodeName) "+
 			"and their Node (fieldSelector metadata.name): %s watches, all begun in %s. Then, for %s: every kubelet renews its Lease (PUT) every %s and every %s GETs its Node "+
 			"(resourceVersion=0) and patches its status' heartbeats (strategic merge patch of status.conditions on nodes/<node>/status); %g pods a second are created on nodes round robin "+
 			"and %g deleted (gracePeriodSeconds=0); the controller-like client LISTs a namespace's %s pods (consistently) %d times a second. "+
