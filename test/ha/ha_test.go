@@ -4,6 +4,10 @@
 // and read consistently through every replica meanwhile; porcupine checks
 // the history is linearizable (no acknowledged write lost, no stale read)
 // and informers on every replica converge.
+//
+// It lives under test/, after pkg/ in `go test ./...`'s package order, so
+// that its six processes do not run beside the e2e package's timing
+// assertions.
 package ha
 
 import (

@@ -28,7 +28,7 @@ const (
 // through one replica on a one-member etcd with the same clients spread over
 // three replicas on a three-member cluster, under a steady write load:
 //
-//	go test ./e2e/ha -run XXX -bench ConsistentListByNode -benchtime 20000x
+//	go test ./test/ha -run XXX -bench ConsistentListByNode -benchtime 20000x
 //
 // It reports the aggregate lists per second and the p99 latency.
 func BenchmarkConsistentListByNode(b *testing.B) {
