@@ -31,9 +31,10 @@ const (
 	// the cache became ready: one that waited for the cache is answered only
 	// then, so this is what tells waiting from a slow answer on a loaded
 	// machine (every answer's time is logged).
-	loadMaxAnswer = time.Second
-	// loadHeld is how long the cache's list is held after the clients start.
-	loadHeld = 2 * time.Second
+	loadMaxAnswer = 2 * time.Second
+	// loadHeld is how long the cache's list is held after the clients start:
+	// twice loadMaxAnswer, so that a request that waited cannot pass.
+	loadHeld = 4 * time.Second
 	// loadClusterPagers of the clients list the whole collection with a
 	// limit.
 	loadClusterPagers = 2
@@ -227,7 +228,7 @@ func loadItems(data []byte) ([]string, string, error) {
 // a server starts with its configmaps cache held in initialization, 200
 // clients start (watches and lists with label and field selectors, which
 // get 429s until the cache is ready; gets and lists with a limit, which
-// etcd serves), and the cache is released two seconds later. No request
+// etcd serves), and the cache is released loadHeld later. No request
 // waits for the cache (none in flight when it becomes ready took more than
 // a second; the slowest answer of all is logged), etcd receives no unbounded
 // list while the cache initializes, and every client's view syncs after
