@@ -89,17 +89,7 @@ type shardList struct {
 // get sends a GET and returns the status and body.
 func (s *shardServer) get(t *testing.T, path, accept string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, s.url+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if accept != "" {
-		req.Header.Set("Accept", accept)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := getAccepting(t, s.url+path, accept)
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {

@@ -126,7 +126,14 @@ func newStreamServer(t *testing.T, n int) *streamServer {
 // get sends a GET with an Accept header; the body is read by the caller.
 func (s *streamServer) get(t *testing.T, path, accept string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, s.url+path, nil)
+	return getAccepting(t, s.url+path, accept)
+}
+
+// getAccepting sends a GET of url with an Accept header (none if empty);
+// the body is read by the caller.
+func getAccepting(t *testing.T, url, accept string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
