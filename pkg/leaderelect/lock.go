@@ -41,9 +41,7 @@ func (l *leaseLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord
 	if err := json.Unmarshal(obj.JSON(), &lease); err != nil {
 		return nil, nil, err
 	}
-	l.mu.Lock()
-	l.lease = obj
-	l.mu.Unlock()
+	l.remember(obj)
 	record := resourcelock.LeaseSpecToLeaderElectionRecord(&lease.Spec)
 	raw, err := json.Marshal(*record)
 	if err != nil {
@@ -68,9 +66,7 @@ func (l *leaseLock) Create(ctx context.Context, record resourcelock.LeaderElecti
 	if err != nil {
 		return l.apiError(err)
 	}
-	l.mu.Lock()
-	l.lease = obj
-	l.mu.Unlock()
+	l.remember(obj)
 	return nil
 }
 
@@ -91,16 +87,21 @@ func (l *leaseLock) Update(ctx context.Context, record resourcelock.LeaderElecti
 			return nil, err
 		}
 		lease.Spec = spec
-		lease.ResourceVersion = ""
-		return json.Marshal(lease)
+		return json.Marshal(lease) // the store ignores its resourceVersion
 	}, last)
 	if err != nil {
 		return l.apiError(err)
 	}
+	l.remember(obj)
+	return nil
+}
+
+// remember keeps obj as the Lease last read or written here, which Update
+// requires unchanged.
+func (l *leaseLock) remember(obj *object.Object) {
 	l.mu.Lock()
 	l.lease = obj
 	l.mu.Unlock()
-	return nil
 }
 
 // RecordEvent records nothing: the election logs instead.
