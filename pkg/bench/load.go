@@ -115,12 +115,12 @@ func (b *bench) load(ctx context.Context) error {
 	if !needPods {
 		return nil
 	}
-	// A pod is created without status, as kube-apiserver creates it; its
-	// kubelet then writes the status through /status. The data counts the
-	// pods as they end up.
+	// A pod is created without status, as kube-apiserver creates it, and
+	// without owners (see withoutOwners); its kubelet then writes the status
+	// through /status. The data counts the pods as they end up.
 	pods := "/api/v1/namespaces/%s/pods"
 	if _, _, err := b.createVia(ctx, b.direct, "pods", b.cfg.Pods, func(i int) (string, []byte) {
-		return fmt.Sprintf(pods, benchdata.Namespace(i, b.cfg.Namespaces)), benchdata.Pod(i, b.cfg.Namespaces, b.cfg.Nodes)
+		return fmt.Sprintf(pods, benchdata.Namespace(i, b.cfg.Namespaces)), withoutOwners(benchdata.Pod(i, b.cfg.Namespaces, b.cfg.Nodes))
 	}); err != nil {
 		return err
 	}

@@ -83,7 +83,7 @@ func leaseObject(node, resourceVersion string, renew time.Time) []byte {
 // withoutOwners removes a pod's ownerReferences. benchdata's pods name
 // ReplicaSets that do not exist, which the server's garbage collector would
 // delete them for (gracefully: each would be marked for deletion) in the
-// middle of the scenarios that load them straight into etcd.
+// middle of the scenarios.
 func withoutOwners(pod []byte) []byte {
 	start := bytes.Index(pod, []byte(`,"ownerReferences":[`))
 	if start < 0 {
