@@ -132,7 +132,8 @@ func parseBenchFlags(args []string) (cfg bench.Config, out string, err error) {
 	fs.IntVar(&cfg.FanoutObjects, "fanout-objects", cfg.FanoutObjects, "objects the fan-out updates")
 	fs.IntVar(&cfg.FanoutWriters, "fanout-writers", cfg.FanoutWriters, "concurrent writers of the fan-out")
 	fs.DurationVar(&cfg.FanoutTimeout, "fanout-timeout", cfg.FanoutTimeout, "how long each side of the fan-out may take")
-	fs.IntVar(&cfg.Writers, "writers", cfg.Writers, "concurrent writers of the write scenario")
+	fs.IntVar(&cfg.Writers, "writers", cfg.Writers, "concurrent writers of the write scenario's closed loop")
+	fs.Float64Var(&cfg.WriteRate, "write-rate", cfg.WriteRate, "writes per second of the write scenario's paced part, on both sides")
 	fs.Func("scenarios", "comma-separated scenarios to run, or all (default: all but nodes and curves):\n"+bench.ScenarioHelp(), func(v string) (err error) {
 		cfg.Scenarios, err = bench.ParseScenarios(v)
 		return err

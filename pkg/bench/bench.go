@@ -79,8 +79,10 @@ type Config struct {
 	Watchers, Updates, FanoutObjects, FanoutWriters int
 	FanoutTimeout                                   time.Duration
 
-	// Writers is the number of concurrent writers of the write scenario.
-	Writers int
+	// Writers is the number of concurrent writers of the write scenario's
+	// closed loop; WriteRate the writes per second of its paced part.
+	Writers   int
+	WriteRate float64
 
 	// The nodes scenario: ClusterNodes kubelets, each with PodsPerNode pods
 	// bound to its node, renewing its Lease every LeaseInterval and
@@ -116,6 +118,9 @@ func (c *Config) Validate() error {
 		if v <= 0 {
 			bad = append(bad, name+" must be positive")
 		}
+	}
+	if c.WriteRate <= 0 {
+		bad = append(bad, "the write rate must be positive")
 	}
 	if c.NothingRate <= 0 || c.NothingDuration <= 0 {
 		bad = append(bad, "the nothing-selector rate and duration must be positive")
@@ -165,6 +170,7 @@ func DefaultConfig() Config {
 		FanoutWriters:   16,
 		FanoutTimeout:   3 * time.Minute,
 		Writers:         16,
+		WriteRate:       300,
 
 		Scenarios:          DefaultScenarios(),
 		ClusterNodes:       5000,

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/benchdata"
@@ -171,54 +172,83 @@ func stampedPatch(ctx context.Context, s *server, path, patch string) error {
 }
 
 // writes measures what the cache costs writers: creates, then merge-patch
-// updates of the created objects, each for the configured duration.
+// updates of the created objects, each for the configured duration, first
+// in a closed loop (as fast as each side goes), then paced at the same rate
+// on both sides (what the cache costs a write at equal load).
 func (b *bench) writes(ctx context.Context) error {
 	type phase struct {
+		label    string
 		outcomes map[string]*outcome
 		cpu      map[string]cpuUsage
 	}
-	create, update := phase{map[string]*outcome{}, map[string]cpuUsage{}}, phase{map[string]*outcome{}, map[string]cpuUsage{}}
+	phases := make([]phase, 4)
+	for i, label := range []string{"create", "update (merge patch)", fmt.Sprintf("create, %s/s", FormatValue(Count, b.cfg.WriteRate)),
+		fmt.Sprintf("update, %s/s", FormatValue(Count, b.cfg.WriteRate))} {
+		phases[i] = phase{label, map[string]*outcome{}, map[string]cpuUsage{}}
+	}
 	err := b.sides(ctx, func(ctx context.Context, s *server) error {
 		side := s.side()
 		collection := "/api/v1/namespaces/" + writesNamespace + "-" + side + "/configmaps"
 		name := func(client, i int) string { return fmt.Sprintf("w%03d-%06d", client, i) }
-		var err error
-		create.cpu[side], err = b.cpuDuring(s, func() error {
-			create.outcomes[side] = closedLoop(ctx, b.cfg.Writers, forDuration(b.cfg.Writers, b.cfg.Duration, 1), func(ctx context.Context, client, i int) error {
-				_, err := s.create(ctx, collection, benchdata.ConfigMap(writesNamespace+"-"+side, name(client, i), 1000))
-				return err
-			})
-			return nil
-		})
-		if err != nil {
+		create := func(ctx context.Context, client, i int) error {
+			_, err := s.create(ctx, collection, benchdata.ConfigMap(writesNamespace+"-"+side, name(client, i), 1000))
 			return err
 		}
-		// Every writer created at least one object (forDuration's minimum);
-		// each updates its own, round robin.
-		created := create.outcomes[side].opsByClient
-		update.cpu[side], err = b.cpuDuring(s, func() error {
-			update.outcomes[side] = closedLoop(ctx, b.cfg.Writers, forDuration(b.cfg.Writers, b.cfg.Duration, 1), func(ctx context.Context, client, i int) error {
-				patch := fmt.Appendf(nil, `{"data":{"update":"%d"}}`, i)
-				_, err := s.do(ctx, http.MethodPatch, collection+"/"+name(client, i%created[client]), "application/merge-patch+json", patch)
+		// Every writer created at least one object (forDuration's minimum)
+		// in the first phase; updates go to those, round robin.
+		var created []int
+		update := func(ctx context.Context, client, i int) error {
+			patch := fmt.Appendf(nil, `{"data":{"update":"%d"}}`, i)
+			_, err := s.do(ctx, http.MethodPatch, collection+"/"+name(client, i%created[client]), "application/merge-patch+json", patch)
+			return err
+		}
+		closed := func(op func(ctx context.Context, client, i int) error) *outcome {
+			return closedLoop(ctx, b.cfg.Writers, forDuration(b.cfg.Writers, b.cfg.Duration, 1), op)
+		}
+		// Paced writes are numbered from 0; paced creates name their
+		// objects as one more client, whose names the closed loop never
+		// uses, and paced updates go to the closed loop's objects.
+		paced := func(op func(ctx context.Context, i int) error) *outcome {
+			var n atomic.Int64
+			return openLoop(ctx, b.cfg.WriteRate, b.cfg.Duration, func(ctx context.Context) error { return op(ctx, int(n.Add(1)-1)) })
+		}
+		runs := []func() *outcome{
+			func() *outcome { o := closed(create); created = o.opsByClient; return o },
+			func() *outcome { return closed(update) },
+			func() *outcome {
+				return paced(func(ctx context.Context, i int) error { return create(ctx, b.cfg.Writers, i) })
+			},
+			func() *outcome {
+				return paced(func(ctx context.Context, i int) error { return update(ctx, i%b.cfg.Writers, i) })
+			},
+		}
+		for i, run := range runs {
+			var o *outcome
+			cpu, err := b.cpuDuring(s, func() error { o = run(); return nil })
+			if err != nil {
 				return err
-			})
-			return nil
-		})
-		return err
+			}
+			phases[i].outcomes[side], phases[i].cpu[side] = o, cpu
+		}
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	row := func(label string, p phase) Row {
-		return Row{Label: label, Incomplete: failures(p.outcomes),
+	rows := make([]Row, len(phases))
+	for i, p := range phases {
+		rows[i] = Row{Label: p.label, Incomplete: failures(p.outcomes),
 			Metrics: append(latencyMetrics(p.outcomes["cache"], p.outcomes["etcd"]), cpuMetrics("write", p.cpu, p.outcomes)...)}
 	}
 	return b.finish(Scenario{
 		ID:    "writes",
 		Title: "Writes: what the cache costs writers",
-		Workload: fmt.Sprintf("%d writers in a closed loop create 1 KB config maps for %s per side, then update them with merge patches for %s. "+
+		Workload: fmt.Sprintf("%d writers in a closed loop create 1 KB config maps for %s per side, then update them with merge patches for %s; "+
+			"then, paced at %s/s on both sides (open loop: each write starts on time whether or not earlier ones have returned), "+
+			"%s more creates and as many updates of the first ones. A closed loop measures each side at its own pace, so its latencies "+
+			"are at different loads; the paced rows compare them at the same load. "+
 			"The cache-on server also feeds every write to its watch cache; CPU is per successful write, from /proc.",
-			b.cfg.Writers, b.cfg.Duration, b.cfg.Duration),
-		Rows: []Row{row("create", create), row("update (merge patch)", update)},
+			b.cfg.Writers, b.cfg.Duration, b.cfg.Duration, FormatValue(Count, b.cfg.WriteRate), b.cfg.Duration),
+		Rows: rows,
 	})
 }
