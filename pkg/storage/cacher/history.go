@@ -14,12 +14,19 @@ import (
 // It is written by the reflector goroutine and read by any request; a
 // mutex guards the slice (held only for appends, trims and a binary
 // search).
+//
+// Dropping the oldest snapshots advances head instead of moving the rest:
+// with a full history one snapshot goes per revision, and moving ten
+// thousand entries each time cost the reflector more than dispatching the
+// revision's events to 500 watchers. The dropped prefix is reclaimed when it
+// is at least half the slice, so a drop costs O(1) amortized.
 type snapshotHistory struct {
 	window   time.Duration
 	capacity int
 
 	mu      sync.RWMutex
-	entries []historyEntry // by ascending revision
+	entries []historyEntry // by ascending revision; entries[:head] are dropped (zeroed)
+	head    int
 }
 
 type historyEntry struct {
@@ -37,8 +44,11 @@ func (h *snapshotHistory) reset(sn *snapshot, now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	clear(h.entries) // release the old snapshots
-	h.entries = append(h.entries[:0], historyEntry{sn, now})
+	h.entries, h.head = append(h.entries[:0], historyEntry{sn, now}), 0
 }
+
+// live returns the snapshots kept, oldest first. Guarded by mu.
+func (h *snapshotHistory) live() []historyEntry { return h.entries[h.head:] }
 
 // add records the snapshot after an applied event (or progress), trimming
 // what fell out of the window or beyond capacity. The newest snapshot is
@@ -46,13 +56,14 @@ func (h *snapshotHistory) reset(sn *snapshot, now time.Time) {
 func (h *snapshotHistory) add(sn *snapshot, now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if n := len(h.entries); n > 0 && h.entries[n-1].sn.rv == sn.rv {
+	if n := len(h.entries); n > h.head && h.entries[n-1].sn.rv == sn.rv {
 		h.entries[n-1] = historyEntry{sn, now}
 	} else {
 		h.entries = append(h.entries, historyEntry{sn, now})
 	}
+	live := h.live()
 	drop := 0
-	for drop < len(h.entries)-1 && (len(h.entries)-drop > h.capacity || now.Sub(h.entries[drop].taken) > h.window) {
+	for drop < len(live)-1 && (len(live)-drop > h.capacity || now.Sub(live[drop].taken) > h.window) {
 		drop++
 	}
 	h.dropLocked(drop)
@@ -67,33 +78,38 @@ func (h *snapshotHistory) add(sn *snapshot, now time.Time) {
 // made without the lock.
 func (h *snapshotHistory) trimCompacted(compacted func(rev uint64) bool) {
 	h.mu.RLock()
-	if len(h.entries) < 2 {
+	live := h.live()
+	if len(live) < 2 {
 		h.mu.RUnlock()
 		return
 	}
-	oldest := h.entries[0].sn
-	lastRevs := make([]uint64, len(h.entries)-1) // lastRevs[i]: last revision entries[i] stands for
+	oldest := live[0].sn
+	lastRevs := make([]uint64, len(live)-1) // lastRevs[i]: last revision live[i] stands for
 	for i := range lastRevs {
-		lastRevs[i] = h.entries[i+1].sn.rv - 1
+		lastRevs[i] = live[i+1].sn.rv - 1
 	}
 	h.mu.RUnlock()
 	drop := sort.Search(len(lastRevs), func(i int) bool { return !compacted(lastRevs[i]) })
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.entries) > drop && h.entries[0].sn == oldest {
+	if live := h.live(); len(live) > drop && live[0].sn == oldest {
 		h.dropLocked(drop)
 	}
 }
 
+// dropLocked drops the n oldest snapshots. Guarded by mu.
 func (h *snapshotHistory) dropLocked(n int) {
 	if n == 0 {
 		return
 	}
-	copy(h.entries, h.entries[n:])
-	for i := len(h.entries) - n; i < len(h.entries); i++ {
-		h.entries[i] = historyEntry{}
+	clear(h.entries[h.head : h.head+n]) // release the snapshots
+	h.head += n
+	if h.head >= len(h.entries)-h.head {
+		// The dropped prefix is at least half: move the rest to the front.
+		kept := copy(h.entries, h.entries[h.head:])
+		clear(h.entries[kept:])
+		h.entries, h.head = h.entries[:kept], 0
 	}
-	h.entries = h.entries[:len(h.entries)-n]
 }
 
 // at returns the snapshot that holds the state at revision rv: the newest
@@ -102,16 +118,17 @@ func (h *snapshotHistory) dropLocked(n int) {
 func (h *snapshotHistory) at(rv uint64) (*snapshot, bool) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	i := sort.Search(len(h.entries), func(i int) bool { return h.entries[i].sn.rv > rv })
+	live := h.live()
+	i := sort.Search(len(live), func(i int) bool { return live[i].sn.rv > rv })
 	if i == 0 {
 		return nil, false
 	}
-	return h.entries[i-1].sn, true
+	return live[i-1].sn, true
 }
 
 // len is the number of snapshots kept.
 func (h *snapshotHistory) len() int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	return len(h.entries)
+	return len(h.live())
 }

@@ -15,8 +15,8 @@ func snapAt(rv uint64) *snapshot { return &snapshot{rv: rv} }
 func historyRevs(h *snapshotHistory) []uint64 {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	out := make([]uint64, len(h.entries))
-	for i, e := range h.entries {
+	out := make([]uint64, len(h.live()))
+	for i, e := range h.live() {
 		out[i] = e.sn.rv
 	}
 	return out
@@ -283,12 +283,13 @@ func TestHistoryTrimCompactedConcurrentChanges(t *testing.T) {
 }
 
 // pinned counts the snapshots the history's backing array still
-// references beyond its length (what the garbage collector cannot free).
+// references outside the snapshots kept (what the garbage collector cannot
+// free): before head and beyond the length.
 func pinned(h *snapshotHistory) int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	n := 0
-	for _, e := range h.entries[len(h.entries):cap(h.entries)] {
+	for _, e := range append(h.entries[:h.head:h.head], h.entries[len(h.entries):cap(h.entries)]...) {
 		if e.sn != nil {
 			n++
 		}
