@@ -59,14 +59,20 @@ func newState(indexedFields []string) *state {
 	return s
 }
 
-// put inserts or replaces an object, keeping the indexes in step.
+// put inserts or replaces an object, keeping the indexes in step. An
+// entry whose indexed value is unchanged (most updates: a pod rarely
+// changes node) is replaced in place, one path of the tree copied rather
+// than two.
 func (s *state) put(obj *object.Object) {
 	old, replaced := s.objects.ReplaceOrInsert(obj)
 	for field, idx := range s.indexes {
+		value := obj.Fields().Get(field)
 		if replaced {
-			idx.Delete(indexEntry{value: old.Fields().Get(field), obj: old})
+			if oldValue := old.Fields().Get(field); oldValue != value {
+				idx.Delete(indexEntry{value: oldValue, obj: old})
+			}
 		}
-		idx.ReplaceOrInsert(indexEntry{value: obj.Fields().Get(field), obj: obj})
+		idx.ReplaceOrInsert(indexEntry{value: value, obj: obj})
 	}
 }
 
