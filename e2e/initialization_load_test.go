@@ -256,9 +256,9 @@ func loadItems(data []byte) ([]string, string, error) {
 
 // TestInitializationLoad: 100,000 configmaps (10,000 with -short) in etcd;
 // a server starts with its configmaps cache held in initialization, 200
-// clients start (watches and lists with label and field selectors, which
-// get 429s until the cache is ready; gets and lists with a limit, which
-// etcd serves), and the cache is released once every request sent in the
+// clients start (watches and lists with a label selector, which get 429s
+// until the cache is ready; gets, lists with a limit and lists by name in a
+// namespace, which etcd serves), and the cache is released once every request sent in the
 // first loadHeld is answered. No request waits for the cache (one that
 // did would never be answered while it is held; the slowest answer of all
 // is logged), etcd receives no unbounded

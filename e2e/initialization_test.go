@@ -111,6 +111,9 @@ func (s *initStore) Get(ctx context.Context, key string, opts storage.GetOptions
 
 func (s *initStore) GetList(ctx context.Context, scope string, opts storage.ListOptions) (*storage.List, error) {
 	cachePage := cacher.IsReflectorList(ctx)
+	// Bounded: a page, or a list by name etcd answers with one key.
+	byName, _ := opts.LookupByName(scope, s.Schema().ClusterScoped())
+	bounded := opts.Limit > 0 || byName.Key != ""
 	switch {
 	case cachePage && opts.Continue == "":
 		s.initial.Add(1)
@@ -118,11 +121,11 @@ func (s *initStore) GetList(ctx context.Context, scope string, opts storage.List
 			return nil, err
 		}
 	case cachePage:
-	case s.complete.Load() == 0 && opts.Limit > 0:
+	case s.complete.Load() == 0 && bounded:
 		s.boundedInit.Add(1)
 	case s.complete.Load() == 0:
 		s.unboundedInit.Add(1)
-	case opts.Limit > 0:
+	case bounded:
 		s.boundedLater.Add(1)
 	default:
 		s.unboundedLater.Add(1)
@@ -327,7 +330,7 @@ func TestInitializationHTTP(t *testing.T) {
 		initExpect(t, a, "POST", base, initConfigMap(fmt.Sprintf("cm-%d", i), map[string]string{"app": "held"}), http.StatusCreated)
 	}
 
-	// Gets and lists with a limit and no selector: etcd.
+	// Gets, lists with a limit and no selector, lists by name: etcd.
 	gets, bounded := cms.gets.Load(), cms.boundedInit.Load()
 	var obj htObject
 	if err := json.Unmarshal(initExpect(t, a, "GET", base+"/cm-0", nil, http.StatusOK), &obj); err != nil || obj.Metadata.Name != "cm-0" {
@@ -344,8 +347,14 @@ func TestInitializationHTTP(t *testing.T) {
 		t.Errorf("LIST limit=2, second page: %+v, %v", next, err)
 	}
 	initExpect(t, a, "GET", "/api/v1/configmaps?limit=3&resourceVersion=0", nil, http.StatusOK)
-	if g, l := cms.gets.Load()-gets, cms.boundedInit.Load()-bounded; g != 2 || l != 3 {
-		t.Errorf("%d gets and %d bounded lists reached etcd, want 2 and 3", g, l)
+	// A list by name in a namespace: etcd reads one key.
+	var byName htList
+	if err := json.Unmarshal(initExpect(t, a, "GET", base+"?fieldSelector=metadata.name%3Dcm-0&limit=2", nil, http.StatusOK), &byName); err != nil ||
+		len(byName.Items) != 1 || byName.Items[0].Metadata.Name != "cm-0" {
+		t.Errorf("LIST by name: %+v, %v", byName, err)
+	}
+	if g, l := cms.gets.Load()-gets, cms.boundedInit.Load()-bounded; g != 2 || l != 4 {
+		t.Errorf("%d gets and %d bounded lists reached etcd, want 2 and 4", g, l)
 	}
 
 	// Every other list, every watch: 429.
@@ -354,7 +363,7 @@ func TestInitializationHTTP(t *testing.T) {
 		"/api/v1/configmaps",
 		base + "?resourceVersion=0",
 		base + "?labelSelector=app%3Dheld&limit=2",
-		base + "?fieldSelector=metadata.name%3Dcm-0&limit=2",
+		"/api/v1/configmaps?fieldSelector=metadata.name%3Dcm-0", // one key per namespace
 		base + "?watch=true",
 		base + "?watch=true&resourceVersion=0",
 		base + "?watch=true&resourceVersion=" + page.Metadata.ResourceVersion,

@@ -251,7 +251,7 @@ func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions) (
 	if err := storage.CheckKey(key); err != nil {
 		return nil, err
 	}
-	if fromCache, err := c.whileNotReady(ctx, readGet, nil); err != nil || !fromCache {
+	if fromCache, err := c.whileNotReady(ctx, readGet, "", nil); err != nil || !fromCache {
 		if err != nil {
 			return nil, err
 		}
@@ -292,7 +292,7 @@ func (c *Cacher) GetList(ctx context.Context, scope string, opts storage.ListOpt
 	if err := opts.CheckScopeAndSelectors(scope, c.store.Schema()); err != nil {
 		return nil, err
 	}
-	if fromCache, err := c.whileNotReady(ctx, readList, &opts); err != nil || !fromCache {
+	if fromCache, err := c.whileNotReady(ctx, readList, scope, &opts); err != nil || !fromCache {
 		if err != nil {
 			return nil, err
 		}

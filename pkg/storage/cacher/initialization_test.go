@@ -123,9 +123,10 @@ func histogramCount(t *testing.T, reg *prometheus.Registry, name string) uint64 
 }
 
 // checkWhileNotReady sends every kind of read to a cache that is not ready
-// (its list held) and checks the answers of KEP-4568: gets and lists with a
-// limit and no selector from etcd, every other list and every watch a 429
-// with Retry-After 1, none waiting for the cache.
+// (its list held) and checks the answers of KEP-4568: gets, lists with a
+// limit and no selector, and lists by name in a namespace (one key) from
+// etcd, every other list and every watch a 429 with Retry-After 1, none
+// waiting for the cache.
 func checkWhileNotReady(t *testing.T, ctx context.Context, c *Cacher, hs *holdingStore) {
 	t.Helper()
 	if c.Ready() {
@@ -190,8 +191,25 @@ func checkWhileNotReady(t *testing.T, ctx context.Context, c *Cacher, hs *holdin
 	if err != nil {
 		t.Errorf("list rv=0 limit=5: %v", err)
 	}
-	if got := hs.lists.Load() - lists; got != 3 {
-		t.Errorf("%d lists reached etcd, want 3", got)
+	// A list by name in a namespace: etcd reads one key (with another
+	// selector too, which it applies to that object).
+	byName := fields.OneTermEqualSelector("metadata.name", "a-00")
+	for _, opts := range []storage.ListOptions{{Fields: byName}, {Fields: byName, Labels: labels.SelectorFromSet(labels.Set{"app": "none"})}} {
+		var l *storage.List
+		err = answered(t, "list by name", func() (err error) {
+			l, err = c.GetList(ctx, "ns/", opts)
+			return err
+		})
+		want := 1
+		if opts.Labels != nil {
+			want = 0
+		}
+		if err != nil || len(l.Items) != want || want == 1 && l.Items[0].Key() != "ns/a-00" {
+			t.Errorf("list by name %v: %v, %v; want %d item(s)", opts, l, err, want)
+		}
+	}
+	if got := hs.lists.Load() - lists; got != 5 {
+		t.Errorf("%d lists reached etcd, want 5", got)
 	}
 	lists = hs.lists.Load()
 
@@ -208,6 +226,7 @@ func checkWhileNotReady(t *testing.T, ctx context.Context, c *Cacher, hs *holdin
 		{"list with a label selector and a limit", "", storage.ListOptions{Limit: 5, Labels: byApp}},
 		{"list with a field selector and a limit", "ns/", storage.ListOptions{Limit: 5, Fields: byNode}},
 		{"list with a label selector", "", storage.ListOptions{Labels: byApp}},
+		{"list by name over all namespaces (one key per namespace)", "", storage.ListOptions{Fields: byName}},
 	} {
 		err := answered(t, l.name, func() error {
 			_, err := c.GetList(ctx, l.scope, l.opts)
@@ -224,6 +243,7 @@ func checkWhileNotReady(t *testing.T, ctx context.Context, c *Cacher, hs *holdin
 		{"watch rv=0", storage.ListOptions{ResourceVersion: "0"}},
 		{"watch from a revision", storage.ListOptions{ResourceVersion: storage.FormatResourceVersion(page.ResourceVersion)}},
 		{"watch with a selector", storage.ListOptions{Labels: byApp, AllowWatchBookmarks: true}},
+		{"watch by name", storage.ListOptions{Fields: byName}},
 	} {
 		err := answered(t, w.name, func() error {
 			wt, err := c.Watch(ctx, "", w.opts)

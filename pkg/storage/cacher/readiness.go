@@ -80,11 +80,11 @@ const (
 // whileNotReady says how a read proceeds while the cache is not ready
 // (KEP-4568): from the cache (true: it is ready, or became ready while the
 // read waited, without resilient initialization), from etcd (false, nil:
-// gets, and lists with a limit and no selector, whose cost is bounded), or
-// not at all (429 with a Retry-After growing with the downtime: watches
-// and every other list). Nothing waits for the cache unless resilient
-// initialization is off.
-func (c *Cacher) whileNotReady(ctx context.Context, kind int, opts *storage.ListOptions) (bool, error) {
+// gets, lists with a limit and no selector, and lists by name that etcd
+// answers with one key, whose cost is bounded), or not at all (429 with a
+// Retry-After growing with the downtime: watches and every other list).
+// Nothing waits for the cache unless resilient initialization is off.
+func (c *Cacher) whileNotReady(ctx context.Context, kind int, scope string, opts *storage.ListOptions) (bool, error) {
 	if c.ready.Load() {
 		return true, nil
 	}
@@ -99,7 +99,17 @@ func (c *Cacher) whileNotReady(ctx context.Context, kind int, opts *storage.List
 		return false, nil
 	case kind == readList && opts.Limit > 0 && !opts.Filtered():
 		return false, nil
+	case kind == readList && c.oneKeyByName(scope, opts):
+		return false, nil
 	}
 	return false, &storage.Error{Code: storage.ErrTooManyRequests, RetryAfterSeconds: retryAfterUnready(c.notReadyFor()),
 		Message: "the watch cache of " + c.resource + " is initializing; retry later"}
+}
+
+// oneKeyByName says whether a list selects by name in a scope where one
+// key can hold that name (storage.LookupByName): etcd answers it with a
+// single-key read.
+func (c *Cacher) oneKeyByName(scope string, opts *storage.ListOptions) bool {
+	l, ok := opts.LookupByName(scope, c.store.Schema().ClusterScoped())
+	return ok && l.Key != ""
 }

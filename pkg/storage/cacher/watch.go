@@ -36,7 +36,7 @@ func (c *Cacher) Watch(ctx context.Context, scope string, opts storage.ListOptio
 	if err := opts.CheckScopeAndSelectors(scope, c.store.Schema()); err != nil {
 		return nil, err
 	}
-	if _, err := c.whileNotReady(ctx, readWatch, &opts); err != nil {
+	if _, err := c.whileNotReady(ctx, readWatch, scope, &opts); err != nil {
 		return nil, err
 	}
 	// The revision to reach before registering, and where the stream
