@@ -39,7 +39,10 @@ type managerKey struct {
 }
 
 // New reads the schemas of OpenAPI v3 documents (their
-// components.schemas).
+// components.schemas). A schema appears in every document that refers to
+// it (a PersistentVolumeClaim in apps/v1's, for StatefulSets), but only the
+// document of its own group version names its kind: the kinds a schema is
+// named for in any document are kept, whatever the order of the documents.
 func New(documents [][]byte) (*Managers, error) {
 	models := map[string]*spec.Schema{}
 	for _, doc := range documents {
@@ -52,6 +55,11 @@ func New(documents [][]byte) (*Managers, error) {
 			return nil, err
 		}
 		for name, s := range d.Components.Schemas {
+			if seen := models[name]; seen != nil {
+				if kinds := mergeKinds(seen.Extensions[gvkExtension], s.Extensions[gvkExtension]); len(kinds) > 0 {
+					s.AddExtension(gvkExtension, kinds)
+				}
+			}
 			models[name] = s
 		}
 	}
@@ -60,6 +68,27 @@ func New(documents [][]byte) (*Managers, error) {
 		return nil, err
 	}
 	return &Managers{typed: typed, deduced: managedfields.NewDeducedTypeConverter(), managers: map[managerKey]*managedfields.FieldManager{}}, nil
+}
+
+// gvkExtension names the kinds a schema is the schema of.
+const gvkExtension = "x-kubernetes-group-version-kind"
+
+// mergeKinds returns the kinds of two values of gvkExtension, without
+// repeats.
+func mergeKinds(a, b any) []any {
+	var kinds []any
+	seen := map[string]bool{}
+	for _, v := range []any{a, b} {
+		list, _ := v.([]any)
+		for _, k := range list {
+			key := fmt.Sprint(k)
+			if !seen[key] {
+				seen[key] = true
+				kinds = append(kinds, k)
+			}
+		}
+	}
+	return kinds
 }
 
 // For is the field manager of res (of its subresource: "" or "status").

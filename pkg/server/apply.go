@@ -23,8 +23,17 @@ import (
 const applyPatchType = "application/apply-patch+yaml"
 
 // fieldManager is the field manager of req's resource and subresource.
+// A resource registered a moment ago (a CRD just established) may be newer
+// than the documents, which the registry's subscribers rebuild after the
+// resource is visible: the documents are then rebuilt at once, so that the
+// first write of a new kind gets its managedFields too.
 func (s *Server) fieldManager(req *request) (*managedfields.FieldManager, error) {
-	managers, err := s.openapi.Load().fields()
+	docs := s.openapi.Load()
+	if !docs.of[req.res] && s.registry.Lookup(req.res.Group, req.res.Version, req.res.Plural) == req.res {
+		docs = buildOpenAPI(s.registry)
+		s.openapi.Store(docs)
+	}
+	managers, err := docs.fields()
 	if err != nil {
 		return nil, err
 	}

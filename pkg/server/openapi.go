@@ -57,15 +57,18 @@ type openAPIDocs struct {
 	// fields makes the field managers (managedFields, apply) from the v3
 	// documents' schemas when first asked.
 	fields func() (*apply.Managers, error)
+	// of holds the resources the documents were built from.
+	of map[*resource.Resource]bool
 }
 
 func buildOpenAPI(reg *resource.Registry) *openAPIDocs {
-	docs := &openAPIDocs{gv: map[string]*openAPIDoc{}}
+	docs := &openAPIDocs{gv: map[string]*openAPIDoc{}, of: map[*resource.Resource]bool{}}
 	type entry struct {
 		ServerRelativeURL string `json:"serverRelativeURL"`
 	}
 	index := map[string]entry{}
 	for _, res := range reg.All() {
+		docs.of[res] = true
 		key := "api/" + res.Version
 		if res.Group != "" {
 			key = "apis/" + res.Group + "/" + res.Version
