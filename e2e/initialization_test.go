@@ -516,7 +516,10 @@ func TestInitializationKubectl(t *testing.T) {
 	initExpect(t, a, "POST", "/api/v1/namespaces/default/configmaps", initConfigMap("held", map[string]string{"app": "held"}), http.StatusCreated)
 	cacheDir := t.TempDir()
 	kubectl := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), kcTimeout)
+		// Not kcTimeout: client-go retries 429s ten times, waiting as
+		// Retry-After says, which grows with the time the cache has been
+		// initializing (past 30 s beside the whole suite under -race).
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		var out bytes.Buffer
 		cmd := exec.CommandContext(ctx, kubectlPath, append([]string{"--kubeconfig", a.Kubeconfig, "--cache-dir", cacheDir}, args...)...)

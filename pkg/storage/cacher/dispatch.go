@@ -267,7 +267,10 @@ func (c *Cacher) sendBookmarks(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
+		case <-t.C:
+			// Not the tick's time: when this goroutine runs late, the next
+			// bookmark is due an interval after this one is sent.
+			now := time.Now()
 			c.watchMu.Lock()
 			c.watchers.forEach(func(w *cacheWatcher) {
 				if !w.bookmarks || w.closed || !w.live {

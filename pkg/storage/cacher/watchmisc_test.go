@@ -455,8 +455,11 @@ func TestBookmarks(t *testing.T) {
 		if want := int(window / interval); len(bookmarks) < want/2 || len(bookmarks) > want+1 {
 			t.Errorf("%d bookmarks in %s, want about %d (one per %s)", len(bookmarks), window.Round(time.Millisecond), want, interval)
 		}
+		// Gaps as received: one bookmark received late shortens the next
+		// gap (under load), so too frequent bookmarks are caught by the
+		// count above, not by a gap.
 		for i, g := range gaps {
-			if g < interval/2 || g > 5*interval {
+			if g > 5*interval {
 				t.Errorf("bookmark %d came %s after the previous one (or the start), want about %s", i, g, interval)
 			}
 		}
