@@ -118,7 +118,7 @@ func parseBenchFlags(args []string) (cfg bench.Config, out string, err error) {
 	fs.Int64Var(&cfg.MaxListBytes, "max-list-bytes", cfg.MaxListBytes, "skip matrix cells whose collection holds more data than this")
 	fs.IntVar(&cfg.MatrixClients, "matrix-clients", cfg.MatrixClients, "concurrent clients per matrix cell")
 	fs.DurationVar(&cfg.CellDuration, "cell-duration", cfg.CellDuration, "how long each matrix cell runs per side")
-	fs.IntVar(&cfg.Pods, "pods", cfg.Pods, "pods of the kubelet, selector, paginated and memory scenarios")
+	fs.IntVar(&cfg.Pods, "pods", cfg.Pods, "pods of the kubelet, selector, paginated, memory and shards scenarios")
 	fs.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "nodes the pods are spread over")
 	fs.IntVar(&cfg.Namespaces, "namespaces", cfg.Namespaces, "namespaces the pods are spread over")
 	fs.Func("kubelet-clients", "comma-separated numbers of concurrent kubelets (default 2,16)", intList(&cfg.KubeletClients))
@@ -134,6 +134,8 @@ func parseBenchFlags(args []string) (cfg bench.Config, out string, err error) {
 	fs.DurationVar(&cfg.FanoutTimeout, "fanout-timeout", cfg.FanoutTimeout, "how long each side of the fan-out may take")
 	fs.IntVar(&cfg.Writers, "writers", cfg.Writers, "concurrent writers of the write scenario's closed loop")
 	fs.Float64Var(&cfg.WriteRate, "write-rate", cfg.WriteRate, "writes per second of the write scenario's paced part, on both sides")
+	fs.IntVar(&cfg.ShardUpdates, "shard-updates", cfg.ShardUpdates, "shards scenario: pod updates in each watch phase (unsharded, then sharded)")
+	fs.Float64Var(&cfg.ShardRate, "shard-rate", cfg.ShardRate, "shards scenario: pod updates per second, on both sides")
 	fs.Func("scenarios", "comma-separated scenarios to run, or all (default: all but nodes and curves):\n"+bench.ScenarioHelp(), func(v string) (err error) {
 		cfg.Scenarios, err = bench.ParseScenarios(v)
 		return err

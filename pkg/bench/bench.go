@@ -4,7 +4,8 @@
 // measures the same workloads against both, as KEP-2340 did: consistent
 // LISTs by collection and object size, the kubelet's LIST by node, a
 // selector that selects nothing, a paginated pass, watch fan-out, cache
-// initialization and memory, and writes.
+// initialization and memory, writes, and sharded informers (KEP-5866's
+// shardSelector) against an unsharded one.
 //
 // Two heavier scenarios run only when named (see ScenarioNames), each on an
 // etcd and a cache-on server of its own, their pods written straight into
@@ -57,7 +58,8 @@ type Config struct {
 	CellDuration  time.Duration
 
 	// Pods on Nodes nodes in Namespaces namespaces are the data of the
-	// kubelet, nothing-selector, paginated and initialization scenarios.
+	// kubelet, nothing-selector, paginated, initialization and shards
+	// scenarios.
 	Pods, Nodes, Namespaces int
 	// KubeletClients are the numbers of concurrent kubelets listing their
 	// node's pods, each for Duration.
@@ -83,6 +85,11 @@ type Config struct {
 	// closed loop; WriteRate the writes per second of its paced part.
 	Writers   int
 	WriteRate float64
+
+	// The shards scenario's paced writer makes ShardUpdates updates of
+	// pods at ShardRate per second in each of its two watch phases.
+	ShardUpdates int
+	ShardRate    float64
 
 	// The nodes scenario: ClusterNodes kubelets, each with PodsPerNode pods
 	// bound to its node, renewing its Lease every LeaseInterval and
@@ -110,7 +117,7 @@ func (c *Config) Validate() error {
 	positive := map[string]int{
 		"matrix clients": c.MatrixClients, "pods": c.Pods, "nodes": c.Nodes, "namespaces": c.Namespaces, "page limit": c.PageLimit,
 		"passes": c.Passes, "watchers": c.Watchers, "updates": c.Updates, "fan-out objects": c.FanoutObjects,
-		"fan-out writers": c.FanoutWriters, "writers": c.Writers, "list sizes": len(c.ListSizes), "object sizes": len(c.ObjectSizes),
+		"fan-out writers": c.FanoutWriters, "writers": c.Writers, "shard updates": c.ShardUpdates, "list sizes": len(c.ListSizes), "object sizes": len(c.ObjectSizes),
 		"kubelet client counts": len(c.KubeletClients), "cluster nodes": c.ClusterNodes, "pods per node": c.PodsPerNode,
 		"curve sizes": len(c.CurveSizes), "curve watchers": c.CurveWatchers, "curve updates": c.CurveUpdates,
 	}
@@ -121,6 +128,9 @@ func (c *Config) Validate() error {
 	}
 	if c.WriteRate <= 0 {
 		bad = append(bad, "the write rate must be positive")
+	}
+	if c.ShardRate <= 0 {
+		bad = append(bad, "the shard update rate must be positive")
 	}
 	if c.NothingRate <= 0 || c.NothingDuration <= 0 {
 		bad = append(bad, "the nothing-selector rate and duration must be positive")
@@ -171,6 +181,8 @@ func DefaultConfig() Config {
 		FanoutTimeout:   3 * time.Minute,
 		Writers:         16,
 		WriteRate:       300,
+		ShardUpdates:    2000,
+		ShardRate:       200,
 
 		Scenarios:          DefaultScenarios(),
 		ClusterNodes:       5000,
@@ -248,7 +260,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	scenarios := map[string]func(context.Context) error{
 		"matrix": b.matrix, "kubelet": b.kubelet, "kubelet-auth": b.kubeletAuth, "select-nothing": b.selectNothing,
-		"paginated": b.paginated, "fanout": b.fanout, "writes": b.writes, "nodes": b.nodes, "curves": b.curves,
+		"paginated": b.paginated, "fanout": b.fanout, "writes": b.writes, "shards": b.shards, "nodes": b.nodes, "curves": b.curves,
 	}
 	sharedRunning := cfg.runsShared()
 	for _, name := range cfg.Scenarios {

@@ -56,8 +56,9 @@ func (b *bench) skipped(c matrixCell) string {
 	return ""
 }
 
-// podScenarios are the shared scenarios that read the pods.
-var podScenarios = []string{"initialization", "kubelet", "kubelet-auth", "select-nothing", "paginated"}
+// podScenarios are the shared scenarios that read the pods (shards also
+// updates them).
+var podScenarios = []string{"initialization", "kubelet", "kubelet-auth", "select-nothing", "paginated", "shards"}
 
 // load creates every object the scenarios to run read, through the
 // cache-off server, before the cache-on server starts (so that its start

@@ -27,6 +27,7 @@ var scenarioList = []scenarioInfo{
 	{"paginated", "a paginated pass over all pods", true},
 	{"fanout", "watch fan-out", true},
 	{"writes", "creates and updates: what the cache costs writers", true},
+	{"shards", "sharded list and watch (KEP-5866): 4 sharded informers against one unsharded, and their union", true},
 	{"nodes", "a cluster's load on one cache-on server: kubelets, leases, node status, pod churn, informers; SLIs against Kubernetes' SLOs", false},
 	{"curves", "cost curves: initialization, memory, lists and fan-out at growing numbers of pods", false},
 }
