@@ -157,7 +157,7 @@ func (c *Config) Validate() error {
 }
 
 // DefaultConfig is what `watchcache bench` runs without flags; it takes
-// about five minutes on a 2-core machine (see docs/bench).
+// under ten minutes on a 2-core machine (see docs/bench).
 func DefaultConfig() Config {
 	return Config{
 		ListSizes:       []int{1, 10, 100, 1000, 10000},
