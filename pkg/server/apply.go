@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
 
 	"github.com/watchcache/watchcache/pkg/admission"
 	"github.com/watchcache/watchcache/pkg/auth/user"
@@ -55,6 +56,11 @@ func (s *Server) trackUpdate(req *request, old, obj map[string]any) (map[string]
 	fm, err := s.fieldManager(req)
 	if err != nil {
 		return nil, err
+	}
+	if req.res.StrategicMergeType != nil {
+		// The final encoding drops them anyway; the kind's schema does not
+		// have them, and managedFields would not be kept.
+		dropUnknownFields(obj, reflect.TypeOf(req.res.StrategicMergeType))
 	}
 	live := &unstructured.Unstructured{Object: old}
 	if old == nil {
