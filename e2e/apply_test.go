@@ -72,3 +72,32 @@ func TestServerSideApply(t *testing.T) {
 		t.Errorf("an apply without fieldManager: %d %s", resp.StatusCode, body)
 	}
 }
+
+// kubeCreatedPodFields is the managedFields entry kube-apiserver 1.37.2
+// (../shared/reference-apiserver) records for `kubectl create
+// --validate=warn` of managedFieldsPod: every field the client's body and
+// the defaults set (the containers' empty resources struct included; the
+// unknown spec.foo not), none of the status the strategy sets, and no "."
+// for spec or its containers, which the zero pod it compares with has.
+const kubeCreatedPodFields = `{"f:spec":{"f:containers":{"k:{\"name\":\"c\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:resources":{},` +
+	`"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},` +
+	`"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}`
+
+const managedFieldsPod = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"bad"},"spec":{"foo":"bar","containers":[{"name":"c","image":"nginx"}]}}`
+
+// TestCreatedPodManagedFields: a pod created with an unknown field gets
+// kube-apiserver's managedFields (it had none: the unknown field failed
+// their recording), but for the fields this server defaults where
+// kube-apiserver's Priority and DefaultTolerationSeconds admission plugins
+// set them after recording (a known difference).
+func TestCreatedPodManagedFields(t *testing.T) {
+	k := newKubectl(t, "podfields")
+	k.must("create", "--validate=warn", "-f", k.file("pod.yaml", managedFieldsPod))
+	got := k.must("get", "pod", "bad", "-o", `jsonpath={.metadata.managedFields[0].manager} {.metadata.managedFields[0].fieldsV1}`)
+	for _, admitted := range []string{`"f:preemptionPolicy":{},`, `"f:priority":{},`, `,"f:tolerations":{}`} {
+		got = strings.Replace(got, admitted, "", 1)
+	}
+	if want := "kubectl-create " + kubeCreatedPodFields; got != want {
+		t.Errorf("managedFields of the created pod:\n%s\nwant (kube-apiserver's)\n%s", got, want)
+	}
+}

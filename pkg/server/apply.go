@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"reflect"
 
 	"github.com/watchcache/watchcache/pkg/admission"
 	"github.com/watchcache/watchcache/pkg/auth/user"
@@ -12,6 +11,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/jsonmap"
 	"github.com/watchcache/watchcache/pkg/lifecycle"
 	"github.com/watchcache/watchcache/pkg/object"
+	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -48,7 +48,10 @@ func (s *Server) fieldManager(req *request) (*managedfields.FieldManager, error)
 // trackUpdate records in obj's managedFields what a write other than an
 // apply (create, update, patch) changed of old (nil for a create), under
 // req.manager, as kube-apiserver does on every write (an apply records
-// its fields itself).
+// its fields itself). A built-in kind's objects are compared as stored:
+// through its Go type, as kube-apiserver decodes a body (unknown fields
+// dropped, structs present even when empty), and a create from the type's
+// zero value, so that the fields recorded are kube-apiserver's.
 func (s *Server) trackUpdate(req *request, old, obj map[string]any) (map[string]any, error) {
 	if req.applied {
 		return obj, nil
@@ -57,18 +60,50 @@ func (s *Server) trackUpdate(req *request, old, obj map[string]any) (map[string]
 	if err != nil {
 		return nil, err
 	}
+	live, tracked := old, obj
 	if req.res.StrategicMergeType != nil {
-		// The final encoding drops them anyway; the kind's schema does not
-		// have them, and managedFields would not be kept.
-		dropUnknownFields(obj, reflect.TypeOf(req.res.StrategicMergeType))
+		if tracked, err = asStored(req.res, obj); err != nil {
+			return nil, err
+		}
+		if old == nil {
+			if live, err = asStored(req.res, map[string]any{"apiVersion": req.res.GroupVersion(), "kind": req.res.Kind}); err != nil {
+				return nil, err
+			}
+		}
 	}
-	live := &unstructured.Unstructured{Object: old}
-	if old == nil {
-		live = &unstructured.Unstructured{Object: map[string]any{}}
-		live.SetGroupVersionKind(req.res.GroupVersionKind())
+	if live == nil {
+		live = map[string]any{}
+		(&unstructured.Unstructured{Object: live}).SetGroupVersionKind(req.res.GroupVersionKind())
 	}
-	out := fm.UpdateNoErrors(live, &unstructured.Unstructured{Object: obj}, req.manager)
-	return out.(*unstructured.Unstructured).Object, nil
+	out := fm.UpdateNoErrors(&unstructured.Unstructured{Object: live}, &unstructured.Unstructured{Object: tracked}, req.manager).(*unstructured.Unstructured)
+	if req.res.StrategicMergeType == nil {
+		return out.Object, nil
+	}
+	managed, found, _ := unstructured.NestedFieldNoCopy(out.Object, "metadata", "managedFields")
+	meta, _ := obj["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		obj["metadata"] = meta
+	}
+	if found {
+		meta["managedFields"] = managed
+	} else {
+		delete(meta, "managedFields")
+	}
+	return obj, nil
+}
+
+// asStored is obj as it would be stored (encodeObject), as a map.
+func asStored(res *resource.Resource, obj map[string]any) (map[string]any, error) {
+	data, err := encodeObject(res, obj)
+	if err != nil {
+		return nil, err
+	}
+	var stored map[string]any
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &stored); err != nil {
+		return nil, err
+	}
+	return stored, nil
 }
 
 // serverSideApply answers a PATCH of application/apply-patch+yaml: the

@@ -55,9 +55,11 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req *reque
 		}
 		defaults.Apply(req.res.Group, req.res.Kind, obj)
 		strategy.PrepareForCreate(req.res, obj)
-		defaults.ApplyOnCreate(req.res.Group, req.res.Kind, obj)
+		// Before what the strategy sets on a new object (a pod's status):
+		// kube-apiserver records managedFields before its strategy runs.
 		obj, err := s.trackUpdate(req, nil, obj)
 		if err == nil {
+			defaults.ApplyOnCreate(req.res.Group, req.res.Kind, obj)
 			obj, err = s.mutate(r.Context(), req, admissionv1.Create, name, obj, nil)
 		}
 		if err != nil {
