@@ -87,17 +87,21 @@ const managedFieldsPod = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"ba
 
 // TestCreatedPodManagedFields: a pod created with an unknown field gets
 // kube-apiserver's managedFields (it had none: the unknown field failed
-// their recording), but for the fields this server defaults where
-// kube-apiserver's Priority and DefaultTolerationSeconds admission plugins
-// set them after recording (a known difference).
+// their recording), without the fields its Priority and
+// DefaultTolerationSeconds admission plugins set after recording; an update
+// lacking the priority keeps it, as the Priority plugin does.
 func TestCreatedPodManagedFields(t *testing.T) {
 	k := newKubectl(t, "podfields")
 	k.must("create", "--validate=warn", "-f", k.file("pod.yaml", managedFieldsPod))
 	got := k.must("get", "pod", "bad", "-o", `jsonpath={.metadata.managedFields[0].manager} {.metadata.managedFields[0].fieldsV1}`)
-	for _, admitted := range []string{`"f:preemptionPolicy":{},`, `"f:priority":{},`, `,"f:tolerations":{}`} {
-		got = strings.Replace(got, admitted, "", 1)
-	}
 	if want := "kubectl-create " + kubeCreatedPodFields; got != want {
 		t.Errorf("managedFields of the created pod:\n%s\nwant (kube-apiserver's)\n%s", got, want)
+	}
+	if out := k.must("get", "pod", "bad", "-o", "jsonpath={.spec.priority} {.spec.preemptionPolicy} {.spec.tolerations[*].key}"); out != "0 PreemptLowerPriority node.kubernetes.io/not-ready node.kubernetes.io/unreachable" {
+		t.Errorf("the admission plugins' fields: %q", out)
+	}
+	k.must("patch", "pod", "bad", "--type=json", "-p", `[{"op":"remove","path":"/spec/priority"},{"op":"add","path":"/metadata/labels","value":{"l":"v"}}]`)
+	if out := k.must("get", "pod", "bad", "-o", "jsonpath={.spec.priority} {.metadata.labels.l}"); out != "0 v" {
+		t.Errorf("after an update without the priority: %q", out)
 	}
 }

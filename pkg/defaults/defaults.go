@@ -1,8 +1,9 @@
 // Package defaults gives objects of the built-in kinds the defaults
-// kube-apiserver gives them (its generated defaulters, and the defaults of
-// its default admission plugins that every client sees: a pod's priority
-// and its not-ready/unreachable tolerations), as data: per kind, a list of
-// rules, each a path and the value a missing field there gets.
+// kube-apiserver gives them (its generated defaulters, and, on create, the
+// defaults of its default admission plugins that every client sees: a
+// pod's priority and its not-ready/unreachable tolerations), as data: per
+// kind, a list of rules, each a path and the value a missing field there
+// gets.
 //
 // Objects are JSON objects decoded as map[string]any with integers as
 // int64 (sigs.k8s.io/json's PreserveInts); defaults change them in place.
@@ -41,6 +42,26 @@ func Apply(group, kind string, obj map[string]any) {
 // claim's phase): the rules apply to the object as created.
 func ApplyOnCreate(group, kind string, obj map[string]any) {
 	apply(obj, onCreate[group+"/"+kind])
+}
+
+// KeepOnUpdate gives obj, the new state of an update of old, the fields of
+// kind group/kind that the object got on create and an update lacking them
+// keeps (see keptOnUpdate).
+func KeepOnUpdate(group, kind string, obj, old map[string]any) {
+	for _, path := range keptOnUpdate[group+"/"+kind] {
+		segments := strings.Split(path, ".")
+		parent, oldParent := obj, old
+		for _, seg := range segments[:len(segments)-1] {
+			parent, _ = parent[seg].(map[string]any)
+			oldParent, _ = oldParent[seg].(map[string]any)
+		}
+		field := segments[len(segments)-1]
+		if v, ok := oldParent[field]; ok && parent != nil {
+			if _, present := parent[field]; !present {
+				parent[field] = v
+			}
+		}
+	}
 }
 
 func apply(obj map[string]any, rules []Rule) {

@@ -51,16 +51,11 @@ var jobPodSpec = slices.Concat([]Rule{
 // podSpec is a pod's spec, also in templates other than a Job's.
 var podSpec = slices.Concat([]Rule{{Path: "restartPolicy", Value: "Always"}}, jobPodSpec)
 
-// pod is a pod's own spec: its spec's defaults, those only pods get, and
-// those of kube-apiserver's Priority and DefaultTolerationSeconds
-// admission plugins.
+// pod is a pod's own spec: its spec's defaults and those only pods get.
 var pod = slices.Concat(under("spec", podSpec), []Rule{
 	{Path: "spec.enableServiceLinks", Value: true},
 	{Path: "spec.containers[]", Fn: defaultRequestsFromLimits},
 	{Path: "spec.initContainers[]", Fn: defaultRequestsFromLimits},
-	{Path: "spec.priority", Value: int64(0)},
-	{Path: "spec.preemptionPolicy", Value: "PreemptLowerPriority"},
-	{Path: "spec", Fn: defaultTolerations},
 })
 
 // claimSpec is a PersistentVolumeClaim's spec, also in templates.
@@ -201,12 +196,19 @@ var kinds = map[string][]Rule{
 }
 
 // onCreate are what the kinds' strategies set on a new object after its
-// status was reset, by "group/Kind".
+// status was reset, and what kube-apiserver's default admission plugins
+// set on it (a pod's priority, by the Priority plugin, and its
+// not-ready/unreachable tolerations, by DefaultTolerationSeconds), by
+// "group/Kind". kube-apiserver sets them after recording managedFields, so
+// no manager owns them.
 var onCreate = map[string][]Rule{
 	"/Pod": {
 		{Path: "status", Value: map[string]any{}},
 		{Path: "status.phase", Value: "Pending"},
 		{Path: "", Fn: setQOSClass},
+		{Path: "spec.priority", Value: int64(0)},
+		{Path: "spec.preemptionPolicy", Value: "PreemptLowerPriority"},
+		{Path: "spec", Fn: defaultTolerations},
 	},
 	"/PersistentVolumeClaim": {
 		{Path: "status", Value: map[string]any{}},
@@ -220,4 +222,11 @@ var onCreate = map[string][]Rule{
 	"apps/DaemonSet": {{Path: "", Fn: setDaemonSetTemplateGeneration}},
 	"apiextensions.k8s.io/CustomResourceDefinition": {{Path: "", Fn: setStoredVersions}},
 	"batch/Job": {{Path: "", Fn: generateJobSelector}},
+}
+
+// keptOnUpdate are the fields an update that lacks them keeps from the
+// stored object, by "group/Kind": a pod's priority and preemption policy,
+// as the Priority admission plugin keeps them (they are immutable).
+var keptOnUpdate = map[string][]string{
+	"/Pod": {"spec.priority", "spec.preemptionPolicy"},
 }

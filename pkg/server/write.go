@@ -255,6 +255,7 @@ func (s *Server) prepareUpdate(ctx context.Context, obj map[string]any, req *req
 	// As kube-apiserver defaults what it reads from etcd: an object
 	// stored before a default existed compares as if it had it.
 	defaults.Apply(req.res.Group, req.res.Kind, old)
+	defaults.KeepOnUpdate(req.res.Group, req.res.Kind, obj, old)
 	strategy.PrepareForUpdate(req.res, req.subresource, obj, old)
 	strategy.KeepDeletion(obj, old)
 	obj, err := s.trackUpdate(req, old, obj)
