@@ -508,10 +508,13 @@ func TestHTTPListAndWatchEncoding(t *testing.T) {
 	}
 }
 
-// TestHTTPHealth checks /healthz, /livez and /readyz.
+// TestHTTPHealth checks /healthz, /livez and /readyz as kube-apiserver
+// answers them: "ok"; with ?verbose each check and "<endpoint> check
+// passed"; ?exclude skips a check and warns of names it does not know; a
+// check alone at /<endpoint>/<name>, 404 for a name it does not know.
 func TestHTTPHealth(t *testing.T) {
 	t.Parallel()
-	for _, path := range []string{"/healthz", "/livez", "/readyz"} {
+	for _, path := range []string{"/healthz", "/livez", "/readyz", "/livez/ping", "/livez/etcd", "/readyz/etcd-readiness", "/healthz/etcd"} {
 		resp, data := htDo(t, "GET", path, "", nil)
 		if resp.StatusCode != 200 || string(data) != "ok" {
 			t.Errorf("%s: %d %q", path, resp.StatusCode, data)
@@ -519,12 +522,17 @@ func TestHTTPHealth(t *testing.T) {
 	}
 	resp, data := htDo(t, "GET", "/readyz?verbose", "", nil)
 	body := string(data)
-	if resp.StatusCode != 200 || !strings.Contains(body, "[+]ping ok") || !strings.Contains(body, "[+]etcd ok") || !strings.HasSuffix(body, "readyz ok\n") {
-		t.Errorf("/readyz?verbose: %d %q", resp.StatusCode, body)
+	for _, want := range []string{"[+]ping ok\n[+]etcd ok\n[+]etcd-readiness ok\n", "[+]watch-cache-initialization ok\n", "[+]rbac ok\n"} {
+		if resp.StatusCode != 200 || !strings.Contains(body, want) || !strings.HasSuffix(body, "readyz check passed\n") {
+			t.Errorf("/readyz?verbose: %d %q, want %q in it", resp.StatusCode, body, want)
+		}
 	}
-	resp, data = htDo(t, "GET", "/livez?verbose", "", nil)
-	if resp.StatusCode != 200 || !strings.Contains(string(data), "[+]ping ok") || !strings.Contains(string(data), "livez ok") {
-		t.Errorf("/livez?verbose: %d %q", resp.StatusCode, data)
+	resp, data = htDo(t, "GET", "/livez?verbose&exclude=etcd&exclude=nope", "", nil)
+	if want := "[+]ping ok\n[+]etcd excluded: ok\nwarn: some health checks cannot be excluded: no matches for \"nope\"\nlivez check passed\n"; resp.StatusCode != 200 || string(data) != want {
+		t.Errorf("/livez?verbose&exclude=etcd&exclude=nope: %d %q, want %q", resp.StatusCode, data, want)
+	}
+	if resp, data := htDo(t, "GET", "/readyz/nope", "", nil); resp.StatusCode != 404 {
+		t.Errorf("/readyz/nope: %d %q", resp.StatusCode, data)
 	}
 }
 

@@ -278,6 +278,14 @@ func initReadyz(t testing.TB, a *app.App) (int, string) {
 	return resp.StatusCode, string(data)
 }
 
+// initCachesCheck reads /readyz/watch-cache-initialization of a: the
+// check alone, with its reason when it fails (/readyz withholds it).
+func initCachesCheck(t testing.TB, a *app.App) (int, string) {
+	t.Helper()
+	resp, data := initDo(t, a, "GET", "/readyz/watch-cache-initialization", nil)
+	return resp.StatusCode, string(data)
+}
+
 // initWaitReadyz waits until /readyz of a answers 200.
 func initWaitReadyz(t testing.TB, a *app.App, within time.Duration) time.Duration {
 	t.Helper()
@@ -316,13 +324,18 @@ func TestInitializationHTTP(t *testing.T) {
 	for _, path := range []string{"/healthz", "/livez"} {
 		initExpect(t, a, "GET", path, nil, http.StatusOK)
 	}
-	initExpect(t, a, "GET", "/readyz", nil, http.StatusServiceUnavailable)
+	initExpect(t, a, "GET", "/readyz", nil, http.StatusInternalServerError)
 	code, body := initReadyz(t, a)
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "[-]watch-cache-initialization failed") ||
-		!strings.Contains(body, "configmaps") || !strings.Contains(body, "pods") || !strings.Contains(body, "[+]etcd ok") ||
+	if code != http.StatusInternalServerError || !strings.Contains(body, "[-]watch-cache-initialization failed: reason withheld") ||
+		!strings.Contains(body, "[+]etcd ok") || !strings.Contains(body, "[+]etcd-readiness ok") ||
 		!strings.Contains(body, "[+]ping ok") || !strings.HasSuffix(body, "readyz check failed\n") {
 		t.Errorf("/readyz?verbose while configmaps and pods initialize: %d %q", code, body)
 	}
+	if code, body := initCachesCheck(t, a); code != http.StatusInternalServerError ||
+		!strings.Contains(body, "internal server error: watch caches still initializing: ") || !strings.Contains(body, "configmaps") || !strings.Contains(body, "pods") {
+		t.Errorf("/readyz/watch-cache-initialization while configmaps and pods initialize: %d %q", code, body)
+	}
+	initExpect(t, a, "GET", "/readyz?exclude=watch-cache-initialization", nil, http.StatusOK)
 
 	// Writes go to etcd.
 	const base = "/api/v1/namespaces/default/configmaps"
@@ -405,9 +418,9 @@ func TestInitializationHTTP(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	code, body = initReadyz(t, a)
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "pods") || strings.Contains(body, "configmaps") {
-		t.Errorf("/readyz?verbose while pods initialize: %d %q", code, body)
+	code, body = initCachesCheck(t, a)
+	if code != http.StatusInternalServerError || !strings.Contains(body, "pods") || strings.Contains(body, "configmaps") {
+		t.Errorf("/readyz/watch-cache-initialization while pods initialize: %d %q", code, body)
 	}
 	pods.Release()
 	t.Logf("/readyz was 200 %v after the last release", initWaitReadyz(t, a, 10*time.Second).Round(time.Millisecond))
@@ -475,13 +488,13 @@ func TestInitializationStorageTimeout(t *testing.T) {
 	a := startInitServer(t, app.Config{StorageInitializationTimeout: time.Second}, hook)
 	cms := hook.store("configmaps")
 	cms.waitHeld(t, 1)
-	code, body := initReadyz(t, a)
+	code, body := initCachesCheck(t, a)
 	// The timeout runs from a moment after started.
 	if code == http.StatusOK && time.Since(started) < 900*time.Millisecond {
-		t.Errorf("/readyz is 200 %v after the start, before the timeout: %s", time.Since(started), body)
+		t.Errorf("/readyz/watch-cache-initialization is ok %v after the start, before the timeout: %s", time.Since(started), body)
 	}
-	if code != http.StatusOK && (!strings.Contains(body, "[-]watch-cache-initialization failed: watch caches still initializing: ") || !strings.Contains(body, "configmaps")) {
-		t.Errorf("/readyz?verbose: %d %q", code, body)
+	if code != http.StatusOK && (!strings.Contains(body, "watch caches still initializing: ") || !strings.Contains(body, "configmaps")) {
+		t.Errorf("/readyz/watch-cache-initialization: %d %q", code, body)
 	}
 	// The cache stays held, so any 200 is the timeout's doing; how late it
 	// comes on a loaded machine is not what the test is about.

@@ -58,6 +58,8 @@ func parseFlags(args []string) (app.Config, error) {
 		return nil
 	})
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", time.Minute, "how long a request other than a watch may take; then it is answered 504 Timeout (0: no bound)")
+	fs.DurationVar(&c.EtcdHealthcheckTimeout, "etcd-healthcheck-timeout", 2*time.Second, "how long the etcd check of /livez and /healthz may take")
+	fs.DurationVar(&c.EtcdReadycheckTimeout, "etcd-readycheck-timeout", 2*time.Second, "how long the etcd-readiness check of /readyz may take")
 	fs.IntVar(&c.MaxRequestsInflight, "max-requests-inflight", 400, "read-only requests served at once (watches excluded); more get 429 (0: no cap)")
 	fs.IntVar(&c.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", 200, "mutating requests served at once; more get 429 (0: no cap)")
 	fs.DurationVar(&c.StorageInitializationTimeout, "storage-initialization-timeout", time.Minute, "how long /readyz waits at start for the built-in resources' watch caches")

@@ -85,6 +85,11 @@ type Config struct {
 	// RequestTimeout bounds every request but watches (--request-timeout;
 	// 0: none); past it the client gets 504 Timeout.
 	RequestTimeout time.Duration
+	// EtcdHealthcheckTimeout and EtcdReadycheckTimeout bound the etcd
+	// checks of /livez (and /healthz) and of /readyz
+	// (--etcd-healthcheck-timeout, --etcd-readycheck-timeout; zero:
+	// kube-apiserver's 2 s).
+	EtcdHealthcheckTimeout, EtcdReadycheckTimeout time.Duration
 	// MaxRequestsInflight and MaxMutatingRequestsInflight cap the
 	// read-only and mutating requests served at once
 	// (--max-requests-inflight, --max-mutating-requests-inflight; 0: no
@@ -314,13 +319,11 @@ func Start(cfg Config) (_ *App, err error) {
 	srv := server.New(server.Config{
 		Registry: registry, Log: cfg.Log, MinWatchTimeout: cfg.MinWatchTimeout, Metrics: promRegistry, Profiling: cfg.Profiling,
 		DisableShardedListAndWatch: cfg.DisableShardedListAndWatch,
-		ReadyChecks: map[string]func(context.Context) error{
-			"etcd": func(ctx context.Context) error {
-				_, err := namespaceStore.CurrentResourceVersion(ctx)
-				return err
-			},
-			"watch-cache-initialization": a.cachesInitialized(cfg.StorageInitializationTimeout),
-			"rbac":                       sec.authz.ready,
+		LiveChecks:                 []server.HealthCheck{{Name: "etcd", Check: etcdCheck(namespaceStore, cfg.EtcdHealthcheckTimeout)}},
+		ReadyChecks: []server.HealthCheck{
+			{Name: "etcd-readiness", Check: etcdCheck(namespaceStore, cfg.EtcdReadycheckTimeout)},
+			{Name: "watch-cache-initialization", Check: a.cachesInitialized(cfg.StorageInitializationTimeout)},
+			{Name: "rbac", Check: sec.authz.ready},
 		},
 		Actions: sec.actions, AdmitWrite: sec.authz.admitWrite, AfterWrite: sec.authz.afterWrite,
 		Webhooks: &admission.Webhooks{Registry: registry},
@@ -383,6 +386,20 @@ func (a *App) startControllerManager(ctx context.Context, cfg Config, registry *
 	}
 	return prom.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "watchcache_leader",
 		Help: "1 while this server runs the controllers of kube-controller-manager's role (it holds their Lease, or leader election is off), else 0."}, running))
+}
+
+// etcdCheck is a health check of etcd: a quorum read of its revision
+// through store, within timeout (kube-apiserver's 2 s when zero).
+func etcdCheck(store storage.Interface, timeout time.Duration) func(context.Context) error {
+	if timeout == 0 {
+		timeout = 2 * time.Second
+	}
+	return func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		_, err := store.CurrentResourceVersion(ctx)
+		return err
+	}
 }
 
 // cachesInitialized is the /readyz check of KEP-4568: not ready until every

@@ -3,53 +3,104 @@ package server
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
 
-// healthCheckTimeout bounds each readiness check.
+// HealthCheck is a named check of /livez, /readyz or /healthz.
+type HealthCheck struct {
+	Name  string
+	Check func(context.Context) error
+}
+
+// healthCheckTimeout bounds each check (the checks that reach etcd bound
+// themselves with the --etcd-*check-timeout flags).
 const healthCheckTimeout = 5 * time.Second
 
-// serveHealth serves /healthz and /livez (the process serves HTTP) and,
-// with ready, /readyz (every ReadyCheck passes). ?verbose lists each check
-// as kube-apiserver does.
-func (s *Server) serveHealth(ready bool) http.HandlerFunc {
+// pingCheck is every endpoint's first check: the process serves HTTP.
+var pingCheck = HealthCheck{Name: "ping", Check: func(context.Context) error { return nil }}
+
+// healthEndpoints maps /healthz, /livez and /readyz to their checks, as
+// kube-apiserver has them: ping and the liveness checks (etcd) for
+// /healthz and /livez, those and the readiness checks for /readyz.
+func healthEndpoints(live, ready []HealthCheck) map[string][]HealthCheck {
+	liveChecks := append([]HealthCheck{pingCheck}, live...)
+	return map[string][]HealthCheck{
+		"healthz": liveChecks,
+		"livez":   liveChecks,
+		"readyz":  append(slices.Clone(liveChecks), ready...),
+	}
+}
+
+// serveHealth serves an endpoint ("livez") with its checks as
+// kube-apiserver does: "ok" when every check passes; with ?verbose, each
+// check's line and "<endpoint> check passed"; a check named by ?exclude
+// (repeatable) is skipped; on a failure, 500 with every line, the failed
+// ones as "reason withheld" (the endpoints are public: the reason is in the
+// log and at /<endpoint>/<check>), and "<endpoint> check failed".
+// /<endpoint>/<check> runs that check alone: "ok", or 500 with its error.
+func (s *Server) serveHealth(endpoint string, checks []HealthCheck) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var lines []string
-		failed := false
-		lines = append(lines, "[+]ping ok")
-		if ready {
-			names := make([]string, 0, len(s.checks))
-			for name := range s.checks {
-				names = append(names, name)
-			}
-			sort.Strings(names)
-			for _, name := range names {
-				ctx, cancel := context.WithTimeout(r.Context(), healthCheckTimeout)
-				err := s.checks[name](ctx)
-				cancel()
-				if err != nil {
-					failed = true
-					lines = append(lines, fmt.Sprintf("[-]%s failed: %v", name, err))
-				} else {
-					lines = append(lines, fmt.Sprintf("[+]%s ok", name))
-				}
-			}
-		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
-		code, verdict := http.StatusOK, "ok"
-		if failed {
-			code, verdict = http.StatusServiceUnavailable, "check failed"
-		}
-		w.WriteHeader(code)
-		if _, verbose := r.URL.Query()["verbose"]; verbose || failed {
-			fmt.Fprintln(w, strings.Join(lines, "\n"))
-			fmt.Fprintf(w, "%s %s\n", strings.TrimPrefix(r.URL.Path, "/"), verdict)
+		if name, one := strings.CutPrefix(r.URL.Path, "/"+endpoint+"/"); one {
+			i := slices.IndexFunc(checks, func(c HealthCheck) bool { return c.Name == name })
+			if i < 0 {
+				writeError(w, notFoundPath(), nil, "")
+				return
+			}
+			if err := runCheck(r.Context(), checks[i]); err != nil {
+				http.Error(w, fmt.Sprintf("internal server error: %v", err), http.StatusInternalServerError)
+				return
+			}
+			fmt.Fprint(w, "ok")
 			return
 		}
-		fmt.Fprint(w, verdict)
+		excluded := map[string]bool{}
+		for _, name := range r.URL.Query()["exclude"] {
+			excluded[name] = true
+		}
+		var out strings.Builder
+		var failed []string
+		for _, c := range checks {
+			if excluded[c.Name] {
+				delete(excluded, c.Name)
+				fmt.Fprintf(&out, "[+]%s excluded: ok\n", c.Name)
+				continue
+			}
+			if err := runCheck(r.Context(), c); err != nil {
+				fmt.Fprintf(&out, "[-]%s failed: reason withheld\n", c.Name)
+				failed = append(failed, fmt.Sprintf("%s: %v", c.Name, err))
+				continue
+			}
+			fmt.Fprintf(&out, "[+]%s ok\n", c.Name)
+		}
+		if len(excluded) > 0 {
+			var names []string
+			for _, name := range slices.Sorted(maps.Keys(excluded)) {
+				names = append(names, fmt.Sprintf("%q", name))
+			}
+			fmt.Fprintf(&out, "warn: some health checks cannot be excluded: no matches for %s\n", strings.Join(names, ","))
+		}
+		if len(failed) > 0 {
+			s.log.Info("health check failed", "endpoint", endpoint, "failed", failed)
+			http.Error(w, out.String()+endpoint+" check failed", http.StatusInternalServerError)
+			return
+		}
+		if _, verbose := r.URL.Query()["verbose"]; !verbose {
+			fmt.Fprint(w, "ok")
+			return
+		}
+		fmt.Fprintf(w, "%s%s check passed\n", out.String(), endpoint)
 	}
+}
+
+// runCheck runs a check within healthCheckTimeout.
+func runCheck(ctx context.Context, c HealthCheck) error {
+	ctx, cancel := context.WithTimeout(ctx, healthCheckTimeout)
+	defer cancel()
+	return c.Check(ctx)
 }

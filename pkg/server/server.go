@@ -26,8 +26,9 @@ type Config struct {
 	// Metrics is where the server registers its metrics; nil makes a new
 	// registry.
 	Metrics *prometheus.Registry
-	// ReadyChecks are the named checks of /readyz besides the server's own.
-	ReadyChecks map[string]func(context.Context) error
+	// LiveChecks are the checks of /livez and /healthz (and /readyz)
+	// besides ping; ReadyChecks those of /readyz alone, in order.
+	LiveChecks, ReadyChecks []HealthCheck
 	// MinWatchTimeout is the shortest server-chosen watch duration when the
 	// client gives no timeoutSeconds (kube-apiserver: 30 minutes; a random
 	// duration up to twice it spreads reconnections).
@@ -65,7 +66,6 @@ type Server struct {
 	namespaces *resource.Resource
 	log        *slog.Logger
 	metrics    *metrics
-	checks     map[string]func(context.Context) error
 	minWatch   time.Duration
 	mux        *http.ServeMux
 	// openapi are the OpenAPI documents, built anew when the registry
@@ -85,7 +85,6 @@ func New(cfg Config) *Server {
 		registry:   cfg.Registry,
 		namespaces: cfg.Registry.Lookup("", "v1", "namespaces"),
 		log:        cfg.Log,
-		checks:     cfg.ReadyChecks,
 		minWatch:   cfg.MinWatchTimeout,
 		mux:        http.NewServeMux(),
 		actions:    maps.Clone(cfg.Actions),
@@ -116,9 +115,10 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("/apis/", s.serveAPI)
 	s.mux.HandleFunc("/version", s.serveVersion)
 	s.mux.HandleFunc("/openapi/", s.serveOpenAPI)
-	s.mux.HandleFunc("/healthz", s.serveHealth(false))
-	s.mux.HandleFunc("/livez", s.serveHealth(false))
-	s.mux.HandleFunc("/readyz", s.serveHealth(true))
+	for endpoint, checks := range healthEndpoints(cfg.LiveChecks, cfg.ReadyChecks) {
+		s.mux.HandleFunc("/"+endpoint, s.serveHealth(endpoint, checks))
+		s.mux.HandleFunc("/"+endpoint+"/", s.serveHealth(endpoint, checks))
+	}
 	s.mux.Handle("/metrics", metricsHandler(reg))
 	if cfg.Profiling {
 		s.mux.HandleFunc("/debug/pprof/", pprof.Index)
