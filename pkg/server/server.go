@@ -149,8 +149,9 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 	start := time.Now()
+	// Deferred: a response aborted midway (abortResponse) is counted too.
+	defer func() { s.metrics.observe(req, rec.code, time.Since(start)) }()
 	s.serveResource(rec, r, req)
-	s.metrics.observe(req, rec.code, time.Since(start))
 }
 
 // isDiscoveryPath reports whether a path names a group list, a group or a

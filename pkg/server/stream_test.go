@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -333,9 +334,17 @@ func TestListAbortedWhenCompactedMidStream(t *testing.T) {
 			t.Fatalf("%s: the aborted body parses", media)
 		}
 	}
+	// The aborted lists are counted, with the status they began with.
+	resp := s.get(t, "/metrics", "")
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	series := `apiserver_request_total{code="200",group="",resource="configmaps",verb="list"} ` + strconv.Itoa(len(streamAccepts))
+	if !bytes.Contains(metrics, []byte(series)) {
+		t.Errorf("/metrics has no %s", series)
+	}
 	// A list that is not streamed (served complete) gets the Status.
 	s.configMaps.complete.Store(true)
-	resp := s.get(t, "/api/v1/configmaps?resourceVersion=2&resourceVersionMatch=Exact", "")
+	resp = s.get(t, "/api/v1/configmaps?resourceVersion=2&resourceVersionMatch=Exact", "")
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusGone {
 		t.Fatalf("a list at a compacted revision: %d", resp.StatusCode)
