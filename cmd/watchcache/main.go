@@ -60,6 +60,7 @@ func parseFlags(args []string) (app.Config, error) {
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", time.Minute, "how long a request other than a watch may take; then it is answered 504 Timeout (0: no bound)")
 	fs.DurationVar(&c.EtcdHealthcheckTimeout, "etcd-healthcheck-timeout", 2*time.Second, "how long the etcd check of /livez and /healthz may take")
 	fs.DurationVar(&c.EtcdReadycheckTimeout, "etcd-readycheck-timeout", 2*time.Second, "how long the etcd-readiness check of /readyz may take")
+	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay-duration", 0, "on SIGTERM, how long to keep serving with /readyz failing (so that load balancers stop sending requests) before stopping")
 	fs.IntVar(&c.MaxRequestsInflight, "max-requests-inflight", 400, "read-only requests served at once (watches excluded); more get 429 (0: no cap)")
 	fs.IntVar(&c.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", 200, "mutating requests served at once; more get 429 (0: no cap)")
 	fs.DurationVar(&c.StorageInitializationTimeout, "storage-initialization-timeout", time.Minute, "how long /readyz waits at start for the built-in resources' watch caches")
@@ -143,7 +144,8 @@ func runSubcommand(name string, args []string) {
 	}
 }
 
-// run serves until SIGINT or SIGTERM, then shuts down cleanly.
+// run serves until SIGINT or SIGTERM, then shuts down gracefully
+// (--shutdown-delay-duration).
 func run(cfg app.Config) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -161,7 +163,7 @@ func run(cfg app.Config) error {
 		a.Close()
 		return err
 	}
-	return a.Close()
+	return a.Shutdown()
 }
 
 // parseCacheSizes parses --watch-cache-sizes: resource#size, comma-separated.

@@ -90,6 +90,11 @@ type Config struct {
 	// (--etcd-healthcheck-timeout, --etcd-readycheck-timeout; zero:
 	// kube-apiserver's 2 s).
 	EtcdHealthcheckTimeout, EtcdReadycheckTimeout time.Duration
+	// ShutdownDelay is how long Shutdown keeps serving with /readyz failing
+	// its shutdown check before it stops (--shutdown-delay-duration,
+	// kube-apiserver's default 0), so that load balancers stop sending
+	// requests first.
+	ShutdownDelay time.Duration
 	// MaxRequestsInflight and MaxMutatingRequestsInflight cap the
 	// read-only and mutating requests served at once
 	// (--max-requests-inflight, --max-mutating-requests-inflight; 0: no
@@ -222,11 +227,14 @@ type App struct {
 	// released.
 	elector      *leaderelect.Elector
 	electionDone chan struct{}
+	// shuttingDown is set once Shutdown has begun (the shutdown check).
+	shuttingDown  atomic.Bool
+	shutdownDelay time.Duration
 }
 
 // Start starts everything and returns once the API is served.
 func Start(cfg Config) (_ *App, err error) {
-	a := &App{log: cfg.Log, served: make(chan error, 1)}
+	a := &App{log: cfg.Log, served: make(chan error, 1), shutdownDelay: cfg.ShutdownDelay}
 	defer func() {
 		if err != nil { // undo what started
 			a.Close()
@@ -324,6 +332,12 @@ func Start(cfg Config) (_ *App, err error) {
 			{Name: "etcd-readiness", Check: etcdCheck(namespaceStore, cfg.EtcdReadycheckTimeout)},
 			{Name: "watch-cache-initialization", Check: a.cachesInitialized(cfg.StorageInitializationTimeout)},
 			{Name: "rbac", Check: sec.authz.ready},
+			{Name: "shutdown", Check: func(context.Context) error {
+				if a.shuttingDown.Load() {
+					return errors.New("process is shutting down")
+				}
+				return nil
+			}},
 		},
 		Actions: sec.actions, AdmitWrite: sec.authz.admitWrite, AfterWrite: sec.authz.afterWrite,
 		Webhooks: &admission.Webhooks{Registry: registry},
@@ -540,6 +554,19 @@ func (a *App) Wait() error {
 		return nil
 	}
 	return err
+}
+
+// Shutdown stops the server gracefully, as kube-apiserver does on SIGTERM:
+// /readyz fails its shutdown check at once while everything is still
+// served for the configured delay, then the server stops (Close: requests
+// in flight finish, watches end).
+func (a *App) Shutdown() error {
+	a.shuttingDown.Store(true)
+	if a.shutdownDelay > 0 {
+		a.log.Info("shutting down: /readyz fails, serving on", "delay", a.shutdownDelay)
+		time.Sleep(a.shutdownDelay)
+	}
+	return a.Close()
 }
 
 // Close shuts down in order: stop accepting and end every request (watches
