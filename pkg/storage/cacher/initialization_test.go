@@ -71,8 +71,12 @@ func waitHeld(t *testing.T, s *holdingStore) {
 }
 
 // noWait is how fast a request must be answered while the cache
-// initializes: it must not wait for the cache.
-const noWait = 100 * time.Millisecond
+// initializes: it must not wait for the cache, which the tests hold until
+// they release it, so a request that waits never returns in time (the
+// reads' contexts end after 5 s). Generous: how slow an answer is on a
+// loaded machine (the whole suite under -race on 2 cores) is not what
+// these tests are about.
+const noWait = 3 * time.Second
 
 // answered runs a request and fails the test unless it returns within
 // noWait.
