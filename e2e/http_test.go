@@ -729,7 +729,7 @@ func TestHTTPWatchError(t *testing.T) {
 	deadline := time.Now().Add(3 * time.Second)
 	for {
 		start := time.Now()
-		resp, err := htClient.Get(testServer.URL + "/api/v1/namespaces?watch=1&resourceVersion=1&timeoutSeconds=5")
+		resp, err := htClient.Get(testServer.URL + "/api/v1/namespaces?watch=1&resourceVersion=1&timeoutSeconds=30")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -760,7 +760,8 @@ func TestHTTPWatchError(t *testing.T) {
 		if err != nil || len(rest) > 0 {
 			t.Errorf("after the ERROR: %v %s", err, rest)
 		}
-		if d := time.Since(start); d > 3*time.Second {
+		// A stream that went on after its ERROR would last its 30 s.
+		if d := time.Since(start); d > 10*time.Second {
 			t.Errorf("the stream lasted %v after its ERROR", d)
 		}
 		var st metav1.Status
