@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -120,6 +121,8 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // Run runs the suite against cfg, where CRD is installed, in namespace ns.
 func Run(t *testing.T, cfg *rest.Config, ns string) {
+	// Without a logger controller-runtime prints a stack trace to say so.
+	ctrl.SetLogger(logr.Discard())
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
 	if err != nil {
 		t.Fatal(err)
