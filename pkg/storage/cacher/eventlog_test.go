@@ -15,18 +15,6 @@ func logRevs(l *eventLog) []uint64 {
 	return out
 }
 
-// logPinned counts the events a log's backing array still references
-// outside the events it holds (what the garbage collector cannot free).
-func logPinned(l *eventLog) int {
-	n := 0
-	for _, e := range append(l.events[:l.head:l.head], l.events[len(l.events):cap(l.events)]...) {
-		if e != nil {
-			n++
-		}
-	}
-	return n
-}
-
 // TestEventLogCapacity: a full log keeps the newest capacity events,
 // start follows the last one dropped, after answers from it and refuses
 // older revisions, and dropped events are released, across many
@@ -45,7 +33,7 @@ func TestEventLogCapacity(t *testing.T) {
 			t.Fatalf("after adding %d: start %d, want %d", rv, l.start, want-1)
 		}
 	}
-	if n := logPinned(l); n != 0 {
+	if n := pinned(&l.events); n != 0 {
 		t.Errorf("%d dropped events are still referenced", n)
 	}
 	if _, ok := l.after(989); ok {
@@ -70,7 +58,7 @@ func TestEventLogWindow(t *testing.T) {
 	for rv := uint64(1); rv <= 10000; rv++ {
 		l.add(&logEvent{rv: rv, at: start.Add(time.Duration(rv) * 100 * time.Microsecond)})
 	}
-	large := cap(l.events)
+	large := cap(l.events.items)
 	for i := range uint64(60) {
 		l.add(&logEvent{rv: 10001 + i, at: start.Add(time.Duration(2+i) * time.Second)})
 	}
@@ -79,10 +67,10 @@ func TestEventLogWindow(t *testing.T) {
 	if want := []uint64{10050, 10060}; got[0] != want[0] || got[len(got)-1] != want[1] || !slices.IsSorted(got) || len(got) != 11 {
 		t.Errorf("held %v", got)
 	}
-	if cap(l.events) >= large/4 {
-		t.Errorf("capacity %d after the rate dropped, was %d", cap(l.events), large)
+	if cap(l.events.items) >= large/4 {
+		t.Errorf("capacity %d after the rate dropped, was %d", cap(l.events.items), large)
 	}
-	if n := logPinned(l); n != 0 {
+	if n := pinned(&l.events); n != 0 {
 		t.Errorf("%d dropped events are still referenced", n)
 	}
 }

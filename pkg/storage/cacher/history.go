@@ -14,19 +14,12 @@ import (
 // It is written by the reflector goroutine and read by any request; a
 // mutex guards the slice (held only for appends, trims and a binary
 // search).
-//
-// Dropping the oldest snapshots advances head instead of moving the rest:
-// with a full history one snapshot goes per revision, and moving ten
-// thousand entries each time cost the reflector more than dispatching the
-// revision's events to 500 watchers. The dropped prefix is reclaimed when it
-// is at least half the slice, so a drop costs O(1) amortized.
 type snapshotHistory struct {
 	window   time.Duration
 	capacity int
 
 	mu      sync.RWMutex
-	entries []historyEntry // by ascending revision; entries[:head] are dropped (zeroed)
-	head    int
+	entries queue[historyEntry] // by ascending revision
 }
 
 type historyEntry struct {
@@ -43,12 +36,12 @@ func newSnapshotHistory(window time.Duration, capacity int) *snapshotHistory {
 func (h *snapshotHistory) reset(sn *snapshot, now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	clear(h.entries) // release the old snapshots
-	h.entries, h.head = append(h.entries[:0], historyEntry{sn, now}), 0
+	h.entries.clear() // release the old snapshots
+	h.entries.push(historyEntry{sn, now})
 }
 
 // live returns the snapshots kept, oldest first. Guarded by mu.
-func (h *snapshotHistory) live() []historyEntry { return h.entries[h.head:] }
+func (h *snapshotHistory) live() []historyEntry { return h.entries.all() }
 
 // add records the snapshot after an applied event (or progress), trimming
 // what fell out of the window or beyond capacity. The newest snapshot is
@@ -56,10 +49,10 @@ func (h *snapshotHistory) live() []historyEntry { return h.entries[h.head:] }
 func (h *snapshotHistory) add(sn *snapshot, now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if n := len(h.entries); n > h.head && h.entries[n-1].sn.rv == sn.rv {
-		h.entries[n-1] = historyEntry{sn, now}
+	if live := h.live(); len(live) > 0 && live[len(live)-1].sn.rv == sn.rv {
+		live[len(live)-1] = historyEntry{sn, now}
 	} else {
-		h.entries = append(h.entries, historyEntry{sn, now})
+		h.entries.push(historyEntry{sn, now})
 	}
 	live := h.live()
 	drop := 0
@@ -98,19 +91,7 @@ func (h *snapshotHistory) trimCompacted(compacted func(rev uint64) bool) {
 }
 
 // dropLocked drops the n oldest snapshots. Guarded by mu.
-func (h *snapshotHistory) dropLocked(n int) {
-	if n == 0 {
-		return
-	}
-	clear(h.entries[h.head : h.head+n]) // release the snapshots
-	h.head += n
-	if h.head >= len(h.entries)-h.head {
-		// The dropped prefix is at least half: move the rest to the front.
-		kept := copy(h.entries, h.entries[h.head:])
-		clear(h.entries[kept:])
-		h.entries, h.head = h.entries[:kept], 0
-	}
-}
+func (h *snapshotHistory) dropLocked(n int) { h.entries.dropFront(n) }
 
 // at returns the snapshot that holds the state at revision rv: the newest
 // one taken at or before rv. ok is false when rv is older than the oldest

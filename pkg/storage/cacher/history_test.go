@@ -282,19 +282,12 @@ func TestHistoryTrimCompactedConcurrentChanges(t *testing.T) {
 	})
 }
 
-// pinned counts the snapshots the history's backing array still
-// references outside the snapshots kept (what the garbage collector cannot
-// free): before head and beyond the length.
-func pinned(h *snapshotHistory) int {
+// historyPinned counts the snapshots h no longer keeps but still
+// references.
+func historyPinned(h *snapshotHistory) int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	n := 0
-	for _, e := range append(h.entries[:h.head:h.head], h.entries[len(h.entries):cap(h.entries)]...) {
-		if e.sn != nil {
-			n++
-		}
-	}
-	return n
+	return pinned(&h.entries)
 }
 
 // TestHistoryReleasesDroppedSnapshots: snapshots dropped by trimming are
@@ -306,19 +299,19 @@ func TestHistoryReleasesDroppedSnapshots(t *testing.T) {
 	for rv := uint64(2); rv <= 100; rv++ {
 		h.add(snapAt(rv), now)
 	}
-	if n := pinned(h); n != 0 {
+	if n := historyPinned(h); n != 0 {
 		t.Errorf("%d snapshots dropped by capacity are still referenced", n)
 	}
 	h.trimCompacted((&compactedBelow{c: 98}).compacted)
 	checkRevs(t, "trimmed", h, 98, 99, 100)
-	if n := pinned(h); n != 0 {
+	if n := historyPinned(h); n != 0 {
 		t.Errorf("%d snapshots dropped for compaction are still referenced", n)
 	}
 }
 
 // TestHistoryResetReleasesSnapshots: after reset (a re-list) the old
 // snapshots are no longer referenced. It fails: reset truncates the slice
-// in place (append(h.entries[:0], ...)), so the backing array keeps every
+// in place, so the backing array keeps every
 // old snapshot (whole old states of the resource) reachable until as many
 // new snapshots overwrite their slots, indefinitely if the resource is
 // quiet after the re-list.
@@ -331,7 +324,7 @@ func TestHistoryResetReleasesSnapshots(t *testing.T) {
 	}
 	h.reset(snapAt(500), now)
 	checkRevs(t, "after reset", h, 500)
-	if n := pinned(h); n != 0 {
+	if n := historyPinned(h); n != 0 {
 		t.Errorf("%d snapshots of the history before the re-list are still referenced", n)
 	}
 }
