@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/watchcache/watchcache/pkg/jsonmap"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // Rule defaults one field, or runs code on one object. Path is dotted
@@ -49,17 +50,10 @@ func ApplyOnCreate(group, kind string, obj map[string]any) {
 // keeps (see keptOnUpdate).
 func KeepOnUpdate(group, kind string, obj, old map[string]any) {
 	for _, path := range keptOnUpdate[group+"/"+kind] {
-		segments := strings.Split(path, ".")
-		parent, oldParent := obj, old
-		for _, seg := range segments[:len(segments)-1] {
-			parent, _ = parent[seg].(map[string]any)
-			oldParent, _ = oldParent[seg].(map[string]any)
-		}
-		field := segments[len(segments)-1]
-		if v, ok := oldParent[field]; ok && parent != nil {
-			if _, present := parent[field]; !present {
-				parent[field] = v
-			}
+		fields := strings.Split(path, ".")
+		v, kept, _ := unstructured.NestedFieldNoCopy(old, fields...)
+		if _, present, _ := unstructured.NestedFieldNoCopy(obj, fields...); kept && !present {
+			_ = unstructured.SetNestedField(obj, v, fields...) // v is a JSON value
 		}
 	}
 }
