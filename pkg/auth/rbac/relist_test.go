@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/watchcache/watchcache/pkg/storage"
 )
@@ -31,8 +32,12 @@ func TestRelistAfterExpired(t *testing.T) {
 	a := e.start()
 	e.create("clusterroles", clusterRole("pod-reader", rule("get", "", "pods")))
 	e.create("clusterrolebindings", clusterRoleBinding("alice", "pod-reader", userSubject("alice")))
-	if flaky.failures.Load() > 0 {
-		t.Fatal("the failing watches were not tried")
+	// The creates are applied once a re-list reaches them, which may come
+	// before the last failing watch is tried (after its backoff).
+	for deadline := time.Now().Add(10 * time.Second); flaky.failures.Load() > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the failing watches were not tried")
+		}
 	}
 	if !can(t, a, alice, "get", "pods", "ns1") {
 		t.Error("binding not applied after re-listing")
