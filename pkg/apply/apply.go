@@ -26,7 +26,7 @@ import (
 // Managers makes the field managers of the resources of one set of
 // OpenAPI documents.
 type Managers struct {
-	typed   managedfields.TypeConverter
+	typed   map[schema.GroupVersion]TypeConverter
 	deduced managedfields.TypeConverter
 
 	mu       sync.Mutex
@@ -38,57 +38,34 @@ type managerKey struct {
 	subresource string
 }
 
-// New reads the schemas of OpenAPI v3 documents (their
-// components.schemas). A schema appears in every document that refers to
-// it (a PersistentVolumeClaim in apps/v1's, for StatefulSets), but only the
-// document of its own group version names its kind: the kinds a schema is
-// named for in any document are kept, whatever the order of the documents.
-func New(documents [][]byte) (*Managers, error) {
-	models := map[string]*spec.Schema{}
-	for _, doc := range documents {
+// TypeConverter makes (once, when first called) the type converter of
+// one group version's OpenAPI document.
+type TypeConverter func() (managedfields.TypeConverter, error)
+
+// NewTypeConverter is the TypeConverter of an OpenAPI v3 document (its
+// components.schemas), made when first asked for. A document holds every schema its kinds refer to,
+// and names the kinds of its own group version
+// (x-kubernetes-group-version-kind), so that each group version's kinds
+// are typed by their own document alone: a server keeps the converters of
+// the documents that did not change when another group version comes or
+// goes.
+func NewTypeConverter(document func() []byte) TypeConverter {
+	return sync.OnceValues(func() (managedfields.TypeConverter, error) {
 		var d struct {
 			Components struct {
 				Schemas map[string]*spec.Schema `json:"schemas"`
 			} `json:"components"`
 		}
-		if err := json.Unmarshal(doc, &d); err != nil {
+		if err := json.Unmarshal(document(), &d); err != nil {
 			return nil, err
 		}
-		for name, s := range d.Components.Schemas {
-			if seen := models[name]; seen != nil {
-				if kinds := mergeKinds(seen.Extensions[gvkExtension], s.Extensions[gvkExtension]); len(kinds) > 0 {
-					s.AddExtension(gvkExtension, kinds)
-				}
-			}
-			models[name] = s
-		}
-	}
-	typed, err := managedfields.NewTypeConverter(models, false)
-	if err != nil {
-		return nil, err
-	}
-	return &Managers{typed: typed, deduced: managedfields.NewDeducedTypeConverter(), managers: map[managerKey]*managedfields.FieldManager{}}, nil
+		return managedfields.NewTypeConverter(d.Components.Schemas, false)
+	})
 }
 
-// gvkExtension names the kinds a schema is the schema of.
-const gvkExtension = "x-kubernetes-group-version-kind"
-
-// mergeKinds returns the kinds of two values of gvkExtension, without
-// repeats.
-func mergeKinds(a, b any) []any {
-	var kinds []any
-	seen := map[string]bool{}
-	for _, v := range []any{a, b} {
-		list, _ := v.([]any)
-		for _, k := range list {
-			key := fmt.Sprint(k)
-			if !seen[key] {
-				seen[key] = true
-				kinds = append(kinds, k)
-			}
-		}
-	}
-	return kinds
+// New makes the field managers of the group versions typed.
+func New(typed map[schema.GroupVersion]TypeConverter) *Managers {
+	return &Managers{typed: typed, deduced: managedfields.NewDeducedTypeConverter(), managers: map[managerKey]*managedfields.FieldManager{}}
 }
 
 // For is the field manager of res (of its subresource: "" or "status").
@@ -103,15 +80,22 @@ func (m *Managers) For(res *resource.Resource, subresource string) (*managedfiel
 	}
 	gv := schema.GroupVersion{Group: res.Group, Version: res.Version}
 	kind := gv.WithKind(res.Kind)
+	tc := m.deduced
+	if res.StrategicMergeType != nil || res.CustomSchema != nil {
+		typed := m.typed[gv]
+		if typed == nil {
+			return nil, fmt.Errorf("apply: no OpenAPI document of %s", gv)
+		}
+		var err error
+		if tc, err = typed(); err != nil {
+			return nil, err
+		}
+	}
 	var fm *managedfields.FieldManager
 	var err error
 	if res.StrategicMergeType != nil {
-		fm, err = managedfields.NewDefaultFieldManager(m.typed, converter{}, defaulter{}, creater{}, kind, gv, subresource, nil)
+		fm, err = managedfields.NewDefaultFieldManager(tc, converter{}, defaulter{}, creater{}, kind, gv, subresource, nil)
 	} else {
-		tc := m.typed
-		if res.CustomSchema == nil {
-			tc = m.deduced
-		}
 		fm, err = managedfields.NewDefaultCRDFieldManager(tc, converter{}, defaulter{}, creater{}, kind, gv, subresource, nil)
 	}
 	if err != nil {

@@ -33,18 +33,13 @@ const applyPatchType = "application/apply-patch+yaml"
 func (s *Server) fieldManager(req *request) (*managedfields.FieldManager, error) {
 	docs := s.openapi.Load()
 	if !docs.of[req.res] && s.registry.Lookup(req.res.Group, req.res.Version, req.res.Plural) == req.res {
-		docs = buildOpenAPI(s.registry)
-		s.openapi.Store(docs)
-	}
-	managers, err := docs.fields()
-	if err != nil {
-		return nil, err
+		docs = s.rebuildOpenAPI()
 	}
 	sub := req.subresource
 	if sub != "status" {
 		sub = "" // scale and finalize write the object's own fields
 	}
-	return managers.For(req.res, sub)
+	return docs.fields.For(req.res, sub)
 }
 
 // trackUpdate records in obj's managedFields what a write other than an

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/apply"
 	"github.com/watchcache/watchcache/pkg/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // OpenAPI v3 as kube-apiserver serves it: /openapi/v3 lists one document
@@ -48,25 +50,57 @@ func newOpenAPIDoc(v any) *openAPIDoc {
 	return &openAPIDoc{body: body, hash: fmt.Sprintf("%X", sha512.Sum512(body))}
 }
 
-// openAPIDocs are the documents of a registry, built when it changes.
+// openAPIDocs are the documents of a registry, made anew when it changes.
+// A group version's document is built when first asked for (served, or
+// its type converter needed by a write), so that a start or a custom
+// resource definition established builds none.
 type openAPIDocs struct {
-	index *openAPIDoc            // /openapi/v3
-	gv    map[string]*openAPIDoc // "api/v1", "apis/example.com/v1" → document
+	// index is /openapi/v3, built when first asked (from every document).
+	index func() *openAPIDoc
+	gv    map[string]*groupVersionDoc // "api/v1", "apis/example.com/v1" → document
 	// v2 makes the /openapi/v2 documents from the v3 ones when first asked.
 	v2 func() (*swaggerDocs, error)
-	// fields makes the field managers (managedFields, apply) from the v3
-	// documents' schemas when first asked.
-	fields func() (*apply.Managers, error)
+	// fields are the field managers (managedFields, apply), typed by the
+	// v3 documents' schemas.
+	fields *apply.Managers
 	// of holds the resources the documents were built from.
 	of map[*resource.Resource]bool
 }
 
-func buildOpenAPI(reg *resource.Registry) *openAPIDocs {
-	docs := &openAPIDocs{gv: map[string]*openAPIDoc{}, of: map[*resource.Resource]bool{}}
-	type entry struct {
-		ServerRelativeURL string `json:"serverRelativeURL"`
-	}
-	index := map[string]entry{}
+// groupVersionDoc is the document of one group version, built when first
+// asked, with its type converter.
+type groupVersionDoc struct {
+	// members are the resources it is built from: the next set of
+	// documents keeps it while they are the same.
+	members []*resource.Resource
+	doc     func() *openAPIDoc
+	typed   apply.TypeConverter
+}
+
+func newGroupVersionDoc(members []*resource.Resource) *groupVersionDoc {
+	d := &groupVersionDoc{members: members}
+	d.doc = sync.OnceValue(func() *openAPIDoc { return newOpenAPIDoc(groupVersionDocument(members)) })
+	d.typed = apply.NewTypeConverter(func() []byte { return d.doc().body })
+	return d
+}
+
+// rebuildOpenAPI makes the documents of the registry as it is now,
+// keeping those that did not change, and serves them.
+func (s *Server) rebuildOpenAPI() *openAPIDocs {
+	s.openapiMu.Lock()
+	defer s.openapiMu.Unlock()
+	docs := buildOpenAPI(s.registry, s.openapi.Load())
+	s.openapi.Store(docs)
+	return docs
+}
+
+// buildOpenAPI makes the documents of reg's resources. The documents of
+// prev (nil at first) whose group version has the same resources are
+// kept: a custom resource definition established costs at most the
+// document of its own group version, not those of the built-in kinds.
+func buildOpenAPI(reg *resource.Registry, prev *openAPIDocs) *openAPIDocs {
+	docs := &openAPIDocs{gv: map[string]*groupVersionDoc{}, of: map[*resource.Resource]bool{}}
+	typed := map[schema.GroupVersion]apply.TypeConverter{}
 	for _, res := range reg.All() {
 		docs.of[res] = true
 		key := "api/" + res.Version
@@ -76,20 +110,35 @@ func buildOpenAPI(reg *resource.Registry) *openAPIDocs {
 		if docs.gv[key] != nil {
 			continue
 		}
-		doc := newOpenAPIDoc(groupVersionDocument(reg.InGroupVersion(res.GroupVersion())))
-		docs.gv[key] = doc
-		index[key] = entry{ServerRelativeURL: "/openapi/v3/" + key + "?hash=" + doc.hash}
-	}
-	docs.index = newOpenAPIDoc(map[string]any{"paths": index})
-	docs.v2 = sync.OnceValues(func() (*swaggerDocs, error) { return buildSwagger(docs.gv) })
-	docs.fields = sync.OnceValues(func() (*apply.Managers, error) {
-		var bodies [][]byte
-		for _, doc := range docs.gv {
-			bodies = append(bodies, doc.body)
+		members := reg.InGroupVersion(res.GroupVersion())
+		if kept := prev.groupVersion(key); kept != nil && slices.Equal(kept.members, members) {
+			docs.gv[key] = kept
+		} else {
+			docs.gv[key] = newGroupVersionDoc(members)
 		}
-		return apply.New(bodies)
+		typed[schema.GroupVersion{Group: res.Group, Version: res.Version}] = docs.gv[key].typed
+	}
+	docs.index = sync.OnceValue(func() *openAPIDoc {
+		type entry struct {
+			ServerRelativeURL string `json:"serverRelativeURL"`
+		}
+		index := map[string]entry{}
+		for key, d := range docs.gv {
+			index[key] = entry{ServerRelativeURL: "/openapi/v3/" + key + "?hash=" + d.doc().hash}
+		}
+		return newOpenAPIDoc(map[string]any{"paths": index})
 	})
+	docs.v2 = sync.OnceValues(func() (*swaggerDocs, error) { return buildSwagger(docs.gv) })
+	docs.fields = apply.New(typed)
 	return docs
+}
+
+// groupVersion is the document of key in docs (nil if none, or no docs).
+func (docs *openAPIDocs) groupVersion(key string) *groupVersionDoc {
+	if docs == nil {
+		return nil
+	}
+	return docs.gv[key]
 }
 
 // serveOpenAPI serves /openapi/v2, /openapi/v3 and the documents below it.
@@ -103,15 +152,16 @@ func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Path == "/openapi/v3" {
-		serveOpenAPIDoc(w, r, s.openapi.Load().index, "application/json")
+		serveOpenAPIDoc(w, r, s.openapi.Load().index(), "application/json")
 		return
 	}
 	key, ok := strings.CutPrefix(r.URL.Path, "/openapi/v3/")
-	doc := s.openapi.Load().gv[key]
-	if !ok || doc == nil {
+	gv := s.openapi.Load().gv[key]
+	if !ok || gv == nil {
 		writeError(w, notFoundPath(), nil, "")
 		return
 	}
+	doc := gv.doc()
 	w.Header().Set("Vary", "Accept")
 	if !acceptsJSON(r.Header.Get("Accept")) {
 		writeError(w, newAPIError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable,

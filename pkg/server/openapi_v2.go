@@ -42,7 +42,7 @@ type swaggerDocs struct {
 }
 
 // buildSwagger makes the v2 document of the v3 documents gv.
-func buildSwagger(gv map[string]*openAPIDoc) (*swaggerDocs, error) {
+func buildSwagger(gv map[string]*groupVersionDoc) (*swaggerDocs, error) {
 	var info any
 	paths, definitions := map[string]any{}, map[string]any{}
 	for _, key := range slices.Sorted(maps.Keys(gv)) {
@@ -51,7 +51,7 @@ func buildSwagger(gv map[string]*openAPIDoc) (*swaggerDocs, error) {
 			Paths      map[string]map[string]any
 			Components struct{ Schemas map[string]map[string]any }
 		}
-		if err := json.Unmarshal(gv[key].body, &doc); err != nil {
+		if err := json.Unmarshal(gv[key].doc().body, &doc); err != nil {
 			return nil, fmt.Errorf("reading the OpenAPI v3 document of %s: %w", key, err)
 		}
 		info = doc.Info

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -69,8 +70,10 @@ type Server struct {
 	minWatch   time.Duration
 	mux        *http.ServeMux
 	// openapi are the OpenAPI documents, built anew when the registry
-	// changes.
+	// changes; rebuilds hold openapiMu, so that the last stored is built
+	// from the newest registry.
 	openapi    atomic.Pointer[openAPIDocs]
+	openapiMu  sync.Mutex
 	actions    map[string]Action
 	admitWrite func(ctx context.Context, res *resource.Resource, namespace string, obj []byte) error
 	webhooks   Webhooks
@@ -93,8 +96,8 @@ func New(cfg Config) *Server {
 		afterWrite: cfg.AfterWrite,
 		sharding:   !cfg.DisableShardedListAndWatch,
 	}
-	s.openapi.Store(buildOpenAPI(cfg.Registry))
-	cfg.Registry.OnChange(func(_, _ []*resource.Resource) { s.openapi.Store(buildOpenAPI(cfg.Registry)) })
+	s.openapi.Store(buildOpenAPI(cfg.Registry, nil))
+	cfg.Registry.OnChange(func(_, _ []*resource.Resource) { s.rebuildOpenAPI() })
 	if s.actions == nil {
 		s.actions = map[string]Action{}
 	}

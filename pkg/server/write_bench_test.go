@@ -50,7 +50,7 @@ func BenchmarkPodWritePreparation(b *testing.B) {
 		b.Fatal(err)
 	}
 	s := &Server{}
-	s.openapi.Store(buildOpenAPI(reg))
+	s.openapi.Store(buildOpenAPI(reg, nil))
 	req := &request{verb: "create", res: pods, namespace: "ns-001", manager: "bench"}
 	if _, err := s.trackUpdate(req, nil, decode()); err != nil { // builds the field managers
 		b.Fatal(err)
