@@ -17,6 +17,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	openapierrors "k8s.io/kube-openapi/pkg/validation/errors"
@@ -48,10 +49,36 @@ func New(v1 *apiextensionsv1.JSONSchemaProps) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	openapi := s.ToKubeOpenAPI()
 	rules, ruleErrors := compileRules(s, nil)
-	return &Schema{Structural: s, OpenAPI: openapi, validator: validate.NewSchemaValidator(openapi, nil, "", strfmt.Default),
+	return &Schema{Structural: s, OpenAPI: s.ToKubeOpenAPI(), validator: validate.NewSchemaValidator(validationOpenAPI(s), nil, "", strfmt.Default),
 		rules: rules, ruleErrors: ruleErrors}, nil
+}
+
+// validationOpenAPI is the schema as kube-apiserver's validator sees it:
+// an x-kubernetes-int-or-string value has the types integer and string.
+func validationOpenAPI(s *structuralschema.Structural) *spec.Schema {
+	openapi := s.ToKubeOpenAPI()
+	var visit func(*spec.Schema)
+	visit = func(n *spec.Schema) {
+		if n == nil {
+			return
+		}
+		if intOrString, _ := n.Extensions.GetBool("x-kubernetes-int-or-string"); intOrString {
+			n.Type = spec.StringOrArray{"integer", "string"}
+		}
+		for name, prop := range n.Properties {
+			visit(&prop)
+			n.Properties[name] = prop
+		}
+		if n.Items != nil {
+			visit(n.Items.Schema)
+		}
+		if n.AdditionalProperties != nil {
+			visit(n.AdditionalProperties.Schema)
+		}
+	}
+	visit(openapi)
+	return openapi
 }
 
 // RuleErrors are the x-kubernetes-validations that do not compile, their
@@ -67,10 +94,14 @@ func (s *Schema) RuleErrors(root *field.Path) field.ErrorList {
 }
 
 // Prune removes the fields obj has that the schema does not know (unless
-// it preserves unknown fields there) and returns their paths
-// ("spec.foo"), for fieldValidation's warnings and errors.
+// it preserves unknown fields there), and those of its metadata and its
+// embedded resources' metadata that ObjectMeta does not know, and returns
+// their paths ("spec.foo"), for fieldValidation's warnings and errors, in
+// kube-apiserver's order: metadata's, the schema's, embedded metadata's.
 func (s *Schema) Prune(obj map[string]any) []string {
-	return pruning.PruneWithOptions(obj, s.Structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
+	unknown := coerceMetadata(obj, nil, false)
+	unknown = append(unknown, pruning.PruneWithOptions(obj, s.Structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})...)
+	return append(unknown, coerceEmbedded(obj, s.Structural)...)
 }
 
 // Default sets the schema's defaults of the fields obj lacks, in objects
@@ -123,24 +154,54 @@ func toInt64s(v any) any {
 	return v
 }
 
-// Validate checks obj against the schema and its validation rules (old,
-// if not nil, is the object before an update, for transition rules); the
-// errors are kube-apiserver's (field path, reason, message) for each
-// failing field.
+// Validate checks obj against the schema, its embedded resources, its
+// list types' uniqueness and its validation rules (old, if not nil, is
+// the object before an update, for transition rules); the errors are
+// kube-apiserver's (field path, reason, message) for each failing field,
+// in its order.
 func (s *Schema) Validate(obj, old map[string]any) field.ErrorList {
 	result := s.validator.Validate(obj)
 	var errs field.ErrorList
 	for _, err := range result.Errors {
 		errs = append(errs, toFieldErrors(err)...)
 	}
-	if len(errs) > 0 {
-		return errs // rules assume a well-typed object, as kube-apiserver's
+	errs = append(errs, validateEmbedded(obj, s.Structural)...)
+	// Lists of an old object that broke uniqueness may stay broken.
+	if old == nil || len(listtype.ValidateListSetsAndMaps(nil, s.Structural, old)) == 0 {
+		errs = append(errs, listtype.ValidateListSetsAndMaps(nil, s.Structural, obj)...)
+	}
+	if s.rules == nil {
+		return errs
+	}
+	if blocking(errs) {
+		return append(errs, field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"))
 	}
 	var oldValue any
 	if old != nil {
 		oldValue = old
 	}
-	return s.rules.validate(nil, obj, oldValue, old != nil)
+	return append(errs, s.rules.validate(nil, obj, oldValue, old != nil)...)
+}
+
+// blockingErrors are the kinds of error after which kube-apiserver does
+// not evaluate validation rules, the object not being of the schema's
+// shape.
+var blockingErrors = map[field.ErrorType]bool{
+	field.ErrorTypeNotSupported: true,
+	field.ErrorTypeRequired:     true,
+	field.ErrorTypeTooLong:      true,
+	field.ErrorTypeTooMany:      true,
+	field.ErrorTypeTypeInvalid:  true,
+}
+
+// blocking tells whether errs has an error of a blocking kind.
+func blocking(errs field.ErrorList) bool {
+	for _, e := range errs {
+		if blockingErrors[e.Type] {
+			return true
+		}
+	}
+	return false
 }
 
 // toFieldErrors converts a kube-openapi validation error as

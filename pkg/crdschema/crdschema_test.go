@@ -56,13 +56,81 @@ func TestRules(t *testing.T) {
 		{"transition rule skipped on create", `{"min":1,"max":2,"owner":"a"}`, "", ""},
 		{"transition rule kept", `{"min":1,"max":2,"owner":"a"}`, `{"owner":"a"}`, ""},
 		{"transition rule broken", `{"min":1,"max":2,"owner":"b"}`, `{"owner":"a"}`, `spec.owner: Invalid value: "b": owner is immutable`},
-		{"schema errors first", `{"min":"x","max":2}`, "", `spec.min: Invalid value: "string": spec.min in body must be of type integer: "string"`},
+		{"rules skipped after a type error", `{"min":"x","max":2}`, "", `spec.min: Invalid value: "string": spec.min in body must be of type integer: "string"` + "\n" + notChecked},
 	} {
 		var old map[string]any
 		if tc.old != "" {
 			old = obj(tc.old)
 		}
 		if got := errorLines(s.Validate(obj(tc.obj), old)); got != tc.want {
+			t.Errorf("%s: got\n%s\nwant\n%s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// notChecked is the error kube-apiserver adds when it skips the rules.
+const notChecked = "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
+
+// shapes has list types, an int-or-string and an embedded resource; the
+// expected messages were recorded from kube-apiserver 1.37.
+const shapes = `{"type":"object","properties":{"spec":{"type":"object",
+"properties":{"size":{"type":"integer","minimum":1},
+"tags":{"type":"array","x-kubernetes-list-type":"set","items":{"type":"string"}},
+"ports":{"type":"array","x-kubernetes-list-type":"map","x-kubernetes-list-map-keys":["name"],
+ "items":{"type":"object","required":["name"],"properties":{"name":{"type":"string"},"port":{"type":"integer"}}}},
+"port":{"x-kubernetes-int-or-string":true},
+"template":{"type":"object","x-kubernetes-embedded-resource":true,"properties":{"spec":{"type":"object","properties":{"a":{"type":"string"}}}}},
+"loose":{"type":"object","x-kubernetes-embedded-resource":true,"x-kubernetes-preserve-unknown-fields":true}}}}}`
+
+// withRule adds a validation rule to the spec of shapes.
+var withRule = strings.Replace(shapes, `"spec":{"type":"object",`, `"spec":{"type":"object","x-kubernetes-validations":[{"rule":"!has(self.size) || self.size < 10","message":"size must be under 10","fieldPath":".size","reason":"FieldValueForbidden"}],`, 1)
+
+func decodeSpec(t *testing.T, spec string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":`+spec+`}`), &m); err != nil {
+		t.Fatal(err)
+	}
+	return normalize(m).(map[string]any)
+}
+
+// TestShapes checks list types, int-or-string and embedded resources, and
+// which errors keep validation rules from running.
+func TestShapes(t *testing.T) {
+	for _, tc := range []struct {
+		name, schema, obj, old, want string
+	}{
+		{"valid", shapes, `{"tags":["a","b"],"ports":[{"name":"x"},{"name":"y"}],"port":"http","template":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}}`, "", ""},
+		{"an int-or-string's integer", shapes, `{"port":80}`, "", ""},
+		{"an int-or-string of another type", shapes, `{"port":true}`, "",
+			`spec.port: Invalid value: "boolean": spec.port in body must be of type integer,string: "boolean"`},
+		{"duplicate set items", shapes, `{"tags":["a","b","a","a"]}`, "", `spec.tags[2]: Duplicate value: "a"`},
+		{"duplicate map keys", shapes, `{"ports":[{"name":"x","port":1},{"name":"x","port":2}]}`, "", `spec.ports[1]: Duplicate value: {"name":"x"}`},
+		{"duplicates an update keeps", shapes, `{"tags":["a","a","b"]}`, `{"tags":["a","a"]}`, ""},
+		{"duplicates an update adds", shapes, `{"tags":["a","a"]}`, `{"tags":["a"]}`, `spec.tags[1]: Duplicate value: "a"`},
+		{"an embedded resource without type", shapes, `{"template":{"spec":{}}}`, "",
+			"spec.template.apiVersion: Required value\nspec.template.kind: Required value"},
+		{"an embedded resource's bad type", shapes, `{"loose":{"apiVersion":"a/b/c","kind":"Bad_Kind"},"template":{"apiVersion":"","kind":""}}`, "",
+			`spec.loose.apiVersion: Invalid value: "a/b/c": unexpected GroupVersion string: a/b/c` + "\n" +
+				`spec.loose.kind: Invalid value: "Bad_Kind": may have mixed case, but should otherwise match: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')` + "\n" +
+				`spec.template.apiVersion: Invalid value: "": must not be empty` + "\n" +
+				`spec.template.kind: Invalid value: "": must not be empty`},
+		{"an embedded resource's metadata", shapes, `{"template":{"apiVersion":"v1","kind":"Pod","metadata":{"labels":{"-x":"y"},"ownerReferences":[{"apiVersion":"v1","kind":"K","name":"n"}]}}}`, "",
+			`spec.template.metadata.labels: Invalid value: "-x": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')` + "\n" +
+				`spec.template.metadata.ownerReferences[0].uid: Required value: must not be empty`},
+		{"rules run", withRule, `{"size":20}`, "", `spec.size: Forbidden: size must be under 10`},
+		{"rules run after an invalid value", withRule, `{"size":20,"tags":["a","a"]}`, "", `spec.tags[1]: Duplicate value: "a"` + "\n" + `spec.size: Forbidden: size must be under 10`},
+		{"rules skipped after a missing field", withRule, `{"size":20,"template":{}}`, "", "spec.template.apiVersion: Required value\nspec.template.kind: Required value\n" + notChecked},
+		{"rules skipped after a wrong type", withRule, `{"size":20,"port":1.5}`, "",
+			`spec.port: Invalid value: "number": spec.port in body must be of type integer,string: "number"` + "\n" + notChecked},
+		{"no notice without rules", shapes, `{"port":1.5}`, "",
+			`spec.port: Invalid value: "number": spec.port in body must be of type integer,string: "number"`},
+	} {
+		var old map[string]any
+		if tc.old != "" {
+			old = decodeSpec(t, tc.old)
+		}
+		if got := errorLines(newSchema(t, tc.schema).Validate(decodeSpec(t, tc.obj), old)); got != tc.want {
 			t.Errorf("%s: got\n%s\nwant\n%s", tc.name, got, tc.want)
 		}
 	}
