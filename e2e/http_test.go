@@ -253,7 +253,7 @@ func TestHTTPStatus(t *testing.T) {
 		{name: "JSON patch on a missing path", method: "PATCH", path: cms + "/existing", contentType: "application/json-patch+json",
 			body: []byte(`[{"op":"replace","path":"/spec/x","value":1}]`), code: 422, reason: metav1.StatusReasonInvalid},
 		{name: "strict field validation", method: "POST", path: cms + "?fieldValidation=Strict", body: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"strict"},"bogus":1}`),
-			code: 400, reason: metav1.StatusReasonBadRequest, message: `unknown field "bogus"`},
+			code: 400, reason: metav1.StatusReasonBadRequest, message: `ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "bogus"`},
 		{name: "unknown fieldValidation", method: "POST", path: cms + "?fieldValidation=Loose", body: mustJSON(htConfigMapBody("loose", nil)), code: 400,
 			reason: metav1.StatusReasonBadRequest, message: "fieldValidation"},
 		{name: "invalid name", method: "POST", path: cms, body: mustJSON(htConfigMapBody("Bad_Name", nil)), code: 422, reason: metav1.StatusReasonInvalid,

@@ -81,8 +81,9 @@ func parseFieldValidation(r *http.Request) (fieldValidation, *apiError) {
 // decodeObject decodes a JSON object body into a generic map (numbers kept
 // exact) and checks it as fieldValidation says: unknown and duplicate
 // fields are errors (Strict), warnings (Warn) or ignored. Built-in kinds are
-// checked against their k8s.io/api types; custom resources, having no
-// schema, only in metadata.
+// checked against their k8s.io/api types; custom resources against their
+// schema (which also prunes their metadata) or, having none, only in
+// metadata.
 func decodeObject(w http.ResponseWriter, data []byte, res *resource.Resource, mode fieldValidation) (map[string]any, *apiError) {
 	var obj map[string]any
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &obj); err != nil {
@@ -111,7 +112,7 @@ func decodeObject(w http.ResponseWriter, data []byte, res *resource.Resource, mo
 		}
 		problems = strict
 	} else {
-		problems = append(problems, strictMetadataErrors(data)...)
+		problems = append(problems, strictMetadataErrors(data, res.CustomSchema == nil)...)
 	}
 	if len(problems) == 0 {
 		return obj, nil
@@ -121,7 +122,7 @@ func decodeObject(w http.ResponseWriter, data []byte, res *resource.Resource, mo
 		for i, p := range problems {
 			msgs[i] = p.Error()
 		}
-		return nil, badRequest("strict decoding error: %s", strings.Join(msgs, ", "))
+		return nil, badRequest("%s in version %q cannot be handled as a %s: strict decoding error: %s", res.Kind, res.Version, res.Kind, strings.Join(msgs, ", "))
 	}
 	for _, p := range problems {
 		w.Header().Add("Warning", fmt.Sprintf("299 - %q", p.Error()))
@@ -129,17 +130,19 @@ func decodeObject(w http.ResponseWriter, data []byte, res *resource.Resource, mo
 	return obj, nil
 }
 
-// strictMetadataErrors checks what a schemaless object still has a schema
-// for: metadata (and duplicate fields anywhere).
-func strictMetadataErrors(data []byte) []error {
+// strictMetadataErrors checks a custom resource's object for duplicate
+// fields anywhere and, if withMetadata (it has no schema, which would
+// have pruned its metadata), for unknown fields in its metadata.
+func strictMetadataErrors(data []byte, withMetadata bool) []error {
+	var generic map[string]any
+	out, _ := kjson.UnmarshalStrict(data, &generic, kjson.DisallowDuplicateFields)
+	if !withMetadata {
+		return out
+	}
 	var partial struct {
 		Metadata metav1.ObjectMeta `json:"metadata"`
 	}
-	var generic map[string]any
-	dups, _ := kjson.UnmarshalStrict(data, &generic, kjson.DisallowDuplicateFields)
 	strict, _ := kjson.UnmarshalStrict(data, &partial, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
-	var out []error
-	out = append(out, dups...)
 	for _, e := range strict {
 		// Only metadata has a schema; unknown top-level fields are the
 		// resource's own.
