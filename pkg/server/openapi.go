@@ -5,6 +5,7 @@ import (
 	"crypto/sha512"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
@@ -285,6 +286,7 @@ func customObjectSchema(res *resource.Resource, meta map[string]any) map[string]
 	data, _ := json.Marshal(res.CustomSchema.OpenAPI)
 	var schema map[string]any
 	json.Unmarshal(data, &schema)
+	addEmbeddedProperties(schema, meta)
 	props, _ := schema["properties"].(map[string]any)
 	if props == nil {
 		props = map[string]any{}
@@ -296,6 +298,48 @@ func customObjectSchema(res *resource.Resource, meta map[string]any) map[string]
 		}
 	}
 	return schema
+}
+
+// embeddedDescriptions are the descriptions kube-apiserver gives the
+// apiVersion and kind of an embedded resource.
+var embeddedDescriptions = map[string]string{
+	"apiVersion": "apiVersion defines the versioned schema of this representation of an object. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+	"kind":       "kind is a string value representing the type of this object. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+}
+
+// addEmbeddedProperties gives each x-kubernetes-embedded-resource object in
+// schema the properties apiVersion and kind (required) and metadata (from
+// meta, an object's), as kube-apiserver publishes them.
+func addEmbeddedProperties(schema, meta map[string]any) {
+	props, _ := schema["properties"].(map[string]any)
+	for _, prop := range props {
+		if sub, ok := prop.(map[string]any); ok {
+			addEmbeddedProperties(sub, meta)
+		}
+	}
+	for _, key := range []string{"items", "additionalProperties"} {
+		if sub, ok := schema[key].(map[string]any); ok {
+			addEmbeddedProperties(sub, meta)
+		}
+	}
+	if embedded, _ := schema["x-kubernetes-embedded-resource"].(bool); !embedded {
+		return
+	}
+	if props == nil {
+		props = map[string]any{}
+		schema["properties"] = props
+	}
+	props["metadata"] = meta["metadata"]
+	required, _ := schema["required"].([]any)
+	for _, name := range []string{"kind", "apiVersion"} {
+		typeMeta := maps.Clone(meta[name].(map[string]any))
+		typeMeta["description"] = embeddedDescriptions[name]
+		props[name] = typeMeta
+		if !slices.Contains(required, any(name)) {
+			required = append(required, name)
+		}
+	}
+	schema["required"] = required
 }
 
 var (
