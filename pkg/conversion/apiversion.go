@@ -16,13 +16,19 @@ type apiVersion struct{ stored, served string }
 func (c apiVersion) ToStorage(data []byte) ([]byte, error)   { return setAPIVersion(data, c.stored) }
 func (c apiVersion) FromStorage(data []byte) ([]byte, error) { return setAPIVersion(data, c.served) }
 
+// setAPIVersion returns data with apiVersion to; data itself if it has
+// that already (read first on its own: most objects are stored in the
+// version they are read in).
 func setAPIVersion(data []byte, to string) ([]byte, error) {
+	var typeMeta struct {
+		APIVersion string `json:"apiVersion"`
+	}
+	if json.Unmarshal(data, &typeMeta) == nil && typeMeta.APIVersion == to {
+		return data, nil
+	}
 	var obj map[string]any
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &obj); err != nil {
 		return nil, err
-	}
-	if obj["apiVersion"] == to {
-		return data, nil
 	}
 	obj["apiVersion"] = to
 	return json.Marshal(obj)

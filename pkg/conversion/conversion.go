@@ -49,11 +49,15 @@ type store struct {
 	c Converter
 }
 
-// served converts a stored object, keeping its key and resourceVersion.
+// served converts a stored object, keeping its key and resourceVersion;
+// it is o itself if the conversion changed nothing.
 func (s *store) served(o *object.Object) (*object.Object, error) {
 	data, err := s.c.FromStorage(o.Stored())
 	if err != nil {
 		return nil, &storage.Error{Code: storage.ErrInternal, Key: o.Key(), Message: "converting the stored object", Err: err}
+	}
+	if bytes.Equal(data, o.Stored()) {
+		return o, nil
 	}
 	served, _, err := object.Decode(servedSchema, o.Key(), data, o.ResourceVersion())
 	if err != nil {
@@ -178,7 +182,8 @@ func (w *watcher) Stop() {
 
 // run forwards the inner watch's events, converted, until it ends or the
 // watch is stopped. A converted event's encoding is its own (not shared
-// with the stored version's watchers).
+// with the stored version's watchers); an event the conversion did not
+// change keeps the shared one.
 func (w *watcher) run(s *store) {
 	defer close(w.out)
 	for ev := range w.inner.ResultChan() {
@@ -188,7 +193,7 @@ func (w *watcher) run(s *store) {
 				var serr *storage.Error
 				errors.As(err, &serr)
 				ev = storage.Event{Type: storage.EventError, Err: serr}
-			} else {
+			} else if served != ev.Object {
 				ev.Object, ev.Shared = served, nil
 			}
 		}
