@@ -20,6 +20,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/storage"
 	"github.com/watchcache/watchcache/pkg/strategy"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -68,7 +69,7 @@ type CRDs struct {
 type crdClaim struct {
 	rv                   uint64
 	group, created, name string
-	plural, kind         string
+	names                crd.Names
 }
 
 // readClaim reads o's claim.
@@ -81,10 +82,7 @@ func readClaim(o *object.Object) crdClaim {
 			Group string `json:"group"`
 		} `json:"spec"`
 		Status struct {
-			AcceptedNames struct {
-				Plural string `json:"plural"`
-				Kind   string `json:"kind"`
-			} `json:"acceptedNames"`
+			AcceptedNames crd.Names `json:"acceptedNames"`
 		} `json:"status"`
 	}
 	json.Unmarshal(o.JSON(), &d)
@@ -93,7 +91,7 @@ func readClaim(o *object.Object) crdClaim {
 		created = formatCreated(t)
 	}
 	return crdClaim{rv: o.ResourceVersion(), group: d.Spec.Group, created: created, name: o.Name(),
-		plural: d.Status.AcceptedNames.Plural, kind: d.Status.AcceptedNames.Kind}
+		names: d.Status.AcceptedNames}
 }
 
 // formatCreated formats a creationTimestamp for claims to compare.
@@ -110,8 +108,8 @@ func (a crdClaim) precedes(b crdClaim) bool {
 
 // servedCRD is what a definition serves now.
 type servedCRD struct {
-	// spec is the definition's spec and accepted names it serves, to tell
-	// a change.
+	// spec is the definition's spec, accepted names and whether it is
+	// being deleted, as served, to tell a change.
 	spec []byte
 	// resources are registered, the storage version first.
 	resources []*resource.Resource
@@ -179,35 +177,25 @@ func (c *CRDs) sync(ctx context.Context, name string) (result, error) {
 	if def.DeletionTimestamp != nil {
 		return c.terminate(ctx, obj, &def)
 	}
-	// It is served under the names it is about to accept, or, if another
-	// holds some of them, under those it accepted before, if those are
-	// still its own; else not at all. Every server decides alike.
-	conflict := c.nameConflict(&def, def.Spec.Names)
-	if conflict == "" {
-		def.Status.AcceptedNames = def.Spec.Names
-	} else if def.Status.AcceptedNames.Plural == "" || c.nameConflict(&def, def.Status.AcceptedNames) != "" {
+	// Its names are decided, and it is served under those it accepts, as
+	// by kube-apiserver's naming and establishing controllers; every
+	// server decides alike.
+	names, namesAccepted := crd.AcceptNames(def.Spec.Names, c.ownNames(&def), c.takenNames(&def))
+	est := crd.EstablishedCondition(names, namesAccepted, findCondition(&def, apiextensionsv1.Established))
+	def.Status.AcceptedNames = names
+	if est.Status != apiextensionsv1.ConditionTrue {
 		c.unserve(def.Name)
-		return result{}, c.setStatus(ctx, obj, func(status map[string]any) {
-			setCondition(status, "NamesAccepted", "False", "NameConflict", conflict)
-		})
-	}
-	if err := c.serve(&def); err != nil {
-		return result{}, c.setStatus(ctx, obj, func(status map[string]any) {
-			setCondition(status, "Established", "False", "Invalid", err.Error())
-		})
-	}
-	if conflict != "" {
-		return result{}, c.setStatus(ctx, obj, func(status map[string]any) {
-			setCondition(status, "NamesAccepted", "False", "NameConflict", conflict)
-		})
+	} else if err := c.serve(&def); err != nil {
+		est = apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Established,
+			Status: apiextensionsv1.ConditionFalse, Reason: "Invalid", Message: err.Error()}
 	}
 	return result{}, c.setStatus(ctx, obj, func(status map[string]any) {
-		names, _ := json.Marshal(def.Spec.Names)
-		var accepted map[string]any
-		json.Unmarshal(names, &accepted)
-		status["acceptedNames"] = accepted
-		setCondition(status, "NamesAccepted", "True", "NoConflicts", "no conflicts found")
-		setCondition(status, "Established", "True", "InitialNamesAccepted", "the initial names have been accepted")
+		accepted, _ := json.Marshal(names)
+		var m map[string]any
+		json.Unmarshal(accepted, &m)
+		status["acceptedNames"] = m
+		setCondition(status, namesAccepted)
+		setCondition(status, est)
 		stored, _ := status["storedVersions"].([]any)
 		if v := crd.StorageVersion(&def); !slices.Contains(stored, any(v)) {
 			status["storedVersions"] = append(stored, v)
@@ -215,54 +203,58 @@ func (c *CRDs) sync(ctx context.Context, name string) (result, error) {
 	})
 }
 
-// nameConflict says which of names (their plural, then their kind) def
-// may not have ("" if none): one a built-in resource of its group has, or
-// one another definition of its group accepted in its stored status, as
-// kube-apiserver's naming controller decides, unless def accepted it too
-// and is the older (two servers may accept one name for two definitions
-// at once; every server then settles it alike). The answer depends on
-// stored state only, never on what this server registered first, so that
-// servers sharing an etcd agree (else each would write its own answer into
-// the status, over and over).
-func (c *CRDs) nameConflict(def *apiextensionsv1.CustomResourceDefinition, names apiextensionsv1.CustomResourceDefinitionNames) string {
-	for _, r := range c.Registry.All() {
-		if r.Group != def.Spec.Group || r.Definition != "" {
-			continue
-		}
-		switch {
-		case r.Plural == names.Plural:
-			return fmt.Sprintf("%q is already in use", names.Plural)
-		case r.Kind == names.Kind:
-			return fmt.Sprintf("%q is already in use", names.Kind)
+// findCondition is def's condition of a type; nil if it has none.
+func findCondition(def *apiextensionsv1.CustomResourceDefinition, kind apiextensionsv1.CustomResourceDefinitionConditionType) *apiextensionsv1.CustomResourceDefinitionCondition {
+	for i := range def.Status.Conditions {
+		if def.Status.Conditions[i].Type == kind {
+			return &def.Status.Conditions[i]
 		}
 	}
-	own := crdClaim{group: def.Spec.Group, name: def.Name, plural: def.Status.AcceptedNames.Plural, kind: def.Status.AcceptedNames.Kind}
+	return nil
+}
+
+// takenNames are the names taken in def's group, as kube-apiserver's
+// naming controller gathers them (from every definition's accepted names
+// in its stored status, def's own included), and those of the group's
+// built-in resources. They depend on stored state only, never on what
+// this server registered first, so that servers sharing an etcd agree
+// (else each would write its own answer into the status, over and over).
+func (c *CRDs) takenNames(def *apiextensionsv1.CustomResourceDefinition) crd.TakenNames {
+	taken := crd.NewTakenNames()
+	for _, r := range c.Registry.All() {
+		if r.Group == def.Spec.Group && r.Definition == "" {
+			taken.Add(crd.Names{Plural: r.Plural, Singular: r.Singular, ShortNames: r.ShortNames, Kind: r.Kind, ListKind: r.Kind + "List"})
+		}
+	}
+	taken.Add(def.Status.AcceptedNames)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, other := range c.claims {
+		if other.group == def.Spec.Group && other.name != def.Name {
+			taken.Add(other.names)
+		}
+	}
+	return taken
+}
+
+// ownNames are the names def accepted in its stored status, less those an
+// older definition of its group accepted too: two servers may accept one
+// name for two definitions at once, and every server then settles it
+// alike, for the older.
+func (c *CRDs) ownNames(def *apiextensionsv1.CustomResourceDefinition) crd.Names {
+	own := crdClaim{name: def.Name}
 	if !def.CreationTimestamp.IsZero() {
 		own.created = formatCreated(def.CreationTimestamp.Time)
 	}
+	older := crd.NewTakenNames()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	taken := func(name string, claimed func(crdClaim) string) bool {
-		if name == "" {
-			return false
+	for _, other := range c.claims {
+		if other.group == def.Spec.Group && other.name != def.Name && other.precedes(own) {
+			older.Add(other.names)
 		}
-		for _, other := range c.claims {
-			if other.name == def.Name || other.group != def.Spec.Group || claimed(other) != name {
-				continue
-			}
-			if claimed(own) != name || !own.precedes(other) {
-				return true
-			}
-		}
-		return false
 	}
-	switch {
-	case taken(names.Plural, func(c crdClaim) string { return c.plural }):
-		return fmt.Sprintf("%q is already in use", names.Plural)
-	case taken(names.Kind, func(c crdClaim) string { return c.kind }):
-		return fmt.Sprintf("%q is already in use", names.Kind)
-	}
-	return ""
+	return older.Without(def.Status.AcceptedNames)
 }
 
 // replaceClaims takes in the claims of a whole list of definitions.
@@ -278,12 +270,10 @@ func (c *CRDs) replaceClaims(items []*object.Object) {
 
 // noteClaim takes in a definition's state newer than the one known (gone:
 // deleted; written: this controller's own write, which only updates a
-// definition known) and, when its claim changed, queues the other
-// definitions of its group, whose names may now be free or taken (two
-// servers that accepted one name for two definitions at once then settle
-// it). A definition that goes does not queue them: the names it frees are
-// taken by the definitions created or changed next, not by one refused
-// before (as kube-apiserver would), which gets them when next synced.
+// definition known) and, when it went or its claim changed, queues the
+// other definitions of its group, as kube-apiserver's naming controller
+// does: names it freed may be taken by one refused before, and two
+// servers that accepted one name for two definitions at once settle it.
 func (c *CRDs) noteClaim(o *object.Object, gone, written bool) {
 	claim := readClaim(o)
 	c.mu.Lock()
@@ -298,7 +288,7 @@ func (c *CRDs) noteClaim(o *object.Object, gone, written bool) {
 		c.claims[claim.name] = claim
 	}
 	var others []string
-	if !gone && (old.plural != claim.plural || old.kind != claim.kind) {
+	if gone || !equality.Semantic.DeepEqual(old.names, claim.names) {
 		for name, other := range c.claims {
 			if other.group == claim.group && name != claim.name {
 				others = append(others, name)
@@ -312,10 +302,11 @@ func (c *CRDs) noteClaim(o *object.Object, gone, written bool) {
 }
 
 // serve registers def's resources under its status's accepted names, anew
-// if its spec or those names changed since it was served, keeping the
-// store if group, plural and scope are the same.
+// if its spec or those names changed since it was served, or it is now
+// being deleted, keeping the store if group, plural and scope are the
+// same.
 func (c *CRDs) serve(def *apiextensionsv1.CustomResourceDefinition) error {
-	spec, _ := json.Marshal([]any{def.Spec, def.Status.AcceptedNames})
+	spec, _ := json.Marshal([]any{def.Spec, def.Status.AcceptedNames, def.DeletionTimestamp != nil})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.served[def.Name]
@@ -334,20 +325,12 @@ func (c *CRDs) serve(def *apiextensionsv1.CustomResourceDefinition) error {
 	} else {
 		next.store = c.NewStore(storageRes)
 	}
-	stores := map[*resource.Resource]storage.Interface{}
-	stored := storageRes.GroupVersion()
-	for _, r := range resources {
-		stores[r] = next.store
-		if len(resources) > 1 {
-			stores[r] = conversion.Store(next.store, conversion.APIVersion(stored, r.GroupVersion()))
-		}
-	}
 	if old != nil {
 		c.Registry.Remove(old.resources...)
 	}
-	if err := c.Registry.Add(stores); err != nil {
+	if err := c.Registry.Add(next.stores()); err != nil {
 		if old != nil {
-			c.Registry.Add(storesOf(old)) // serve what was served
+			c.Registry.Add(old.stores()) // serve what was served
 		}
 		if old == nil || next.store != old.store {
 			c.StopStore(next.store)
@@ -361,11 +344,15 @@ func (c *CRDs) serve(def *apiextensionsv1.CustomResourceDefinition) error {
 	return nil
 }
 
-// storesOf maps a served definition's resources to their stores again.
-func storesOf(s *servedCRD) map[*resource.Resource]storage.Interface {
+// stores maps a served definition's resources to their stores: the
+// storage version's store, through a conversion to each one's version
+// (objects stored in an earlier storage version are converted too, as
+// kube-apiserver converts every object it reads to the version asked for).
+func (s *servedCRD) stores() map[*resource.Resource]storage.Interface {
 	out := map[*resource.Resource]storage.Interface{}
+	stored := s.resources[0].GroupVersion()
 	for _, r := range s.resources {
-		out[r] = s.store
+		out[r] = conversion.Store(s.store, conversion.APIVersion(stored, r.GroupVersion()))
 	}
 	return out
 }
@@ -393,26 +380,27 @@ func (c *CRDs) terminate(ctx context.Context, obj *object.Object, def *apiextens
 	if !slices.Contains(def.Finalizers, FinalizerCRDCleanup) {
 		return result{}, nil
 	}
+	c.mu.Lock()
+	_, served := c.served[def.Name]
+	c.mu.Unlock()
+	if served || established(def) {
+		// It is served anew, refusing creates. Its objects must go even if
+		// this server did not serve it (it may have started after the
+		// definition was deleted, while another server served it): it is
+		// served to delete them. One never established has none.
+		if err := c.serve(def); err != nil {
+			return result{}, err
+		}
+	}
 	if err := c.setStatus(ctx, obj, func(status map[string]any) {
-		setCondition(status, "Terminating", "True", "InstanceDeletionInProgress", "CustomResource deletion is in progress")
+		setCondition(status, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Terminating,
+			Status: apiextensionsv1.ConditionTrue, Reason: "InstanceDeletionInProgress", Message: "CustomResource deletion is in progress"})
 	}); err != nil {
 		return result{}, err
 	}
 	c.mu.Lock()
 	s := c.served[def.Name]
 	c.mu.Unlock()
-	if s == nil && established(def) {
-		// Its objects must go even if this server does not serve it (it
-		// may have started after the definition was deleted, while another
-		// server served it): serve it to delete them. One never
-		// established has none.
-		if err := c.serve(def); err != nil {
-			return result{}, err
-		}
-		c.mu.Lock()
-		s = c.served[def.Name]
-		c.mu.Unlock()
-	}
 	if s != nil {
 		zero := int64(0)
 		left, err := lifecycle.DeleteAll(ctx, s.resources[0], s.store, "", storage.ListOptions{},
@@ -486,16 +474,16 @@ func (c *CRDs) setStatus(ctx context.Context, obj *object.Object, change func(st
 
 // setCondition sets a condition of a status's conditions, keeping its
 // lastTransitionTime when its status does not change.
-func setCondition(status map[string]any, kind, value, reason, message string) {
+func setCondition(status map[string]any, c apiextensionsv1.CustomResourceDefinitionCondition) {
 	conditions, _ := status["conditions"].([]any)
-	cond := map[string]any{"type": kind, "status": value, "reason": reason, "message": message,
+	cond := map[string]any{"type": string(c.Type), "status": string(c.Status), "reason": c.Reason, "message": c.Message,
 		"lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339)}
 	for i, existing := range conditions {
 		m, _ := existing.(map[string]any)
-		if m["type"] != kind {
+		if m["type"] != cond["type"] {
 			continue
 		}
-		if m["status"] == value {
+		if m["status"] == cond["status"] {
 			cond["lastTransitionTime"] = m["lastTransitionTime"]
 		}
 		conditions[i] = cond

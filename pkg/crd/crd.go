@@ -35,6 +35,7 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*resource.Resou
 			ShortNames: names.ShortNames, Categories: names.Categories,
 			Namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
 			Generation: true, Definition: crd.Name, PrinterColumns: v.AdditionalPrinterColumns, NotServed: !v.Served,
+			Terminating: crd.DeletionTimestamp != nil,
 		}
 		if v.Deprecated {
 			r.DeprecationWarning = deprecationWarning(crd, v, names.Kind)

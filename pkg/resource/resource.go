@@ -85,6 +85,9 @@ type Resource struct {
 	// CustomSchema is a custom resource's schema (nil: any object): its objects
 	// are pruned, defaulted and validated by it.
 	CustomSchema *crdschema.Schema `json:"-"`
+	// Terminating marks a custom resource whose definition is being
+	// deleted: its objects are being deleted, and creates are refused.
+	Terminating bool `json:"-"`
 	// DeprecationWarning, if set, is sent as a Warning with every response
 	// about the resource (a deprecated version of a custom resource).
 	DeprecationWarning string `json:"-"`

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"reflect"
 
@@ -14,7 +15,9 @@ import (
 	"github.com/watchcache/watchcache/pkg/strategy"
 	"github.com/watchcache/watchcache/pkg/validation"
 	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 )
@@ -36,6 +39,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request, st
 // found none) through the whole pipeline: metadata, defaults, strategy,
 // managedFields, validation, admission, storage.
 func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface, body []byte, mode fieldValidation) {
+	if err := forbidTerminating(req.res, body); err != nil {
+		writeError(w, err, req.res, "")
+		return
+	}
 	if req.res.Namespaced {
 		if err := s.requireNamespace(r.Context(), req, objectName(body)); err != nil {
 			writeError(w, err, s.namespaces, req.namespace)
@@ -102,6 +109,18 @@ type createMeta struct {
 		Name         string `json:"name"`
 		GenerateName string `json:"generateName"`
 	} `json:"metadata"`
+}
+
+// forbidTerminating refuses a create of a custom resource whose definition
+// is being deleted, as kube-apiserver does (before its admission plugins).
+func forbidTerminating(res *resource.Resource, body []byte) error {
+	if !res.Terminating {
+		return nil
+	}
+	var meta createMeta
+	json.Unmarshal(body, &meta)
+	return apierrors.NewForbidden(schema.GroupResource{Group: res.Group, Resource: res.Plural}, meta.Metadata.Name,
+		errors.New("create not allowed while custom resource definition is terminating"))
 }
 
 // isGenerated reports whether a create body asks for a generated name.
