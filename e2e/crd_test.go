@@ -265,7 +265,7 @@ func TestCustomResourceValidationRules(t *testing.T) {
 	if msg := k.fail("create", "-f", k.file("l1.yaml", fmt.Sprintf(limit, "l1", 5, 200))); !strings.Contains(msg, `The Limit "l1" is invalid: spec.max: Forbidden: max is too large: at most 100`) {
 		t.Errorf("create breaking a rule: %s", msg)
 	}
-	if msg := k.fail("create", "-f", k.file("l3.yaml", fmt.Sprintf(limit, "l3", 5, 1))); !strings.Contains(msg, `spec: Invalid value: "object": min must not exceed max`) {
+	if msg := k.fail("create", "-f", k.file("l3.yaml", fmt.Sprintf(limit, "l3", 5, 1))); !strings.Contains(msg, `spec: Invalid value: min must not exceed max`) {
 		t.Errorf("create breaking a rule: %s", msg)
 	}
 	k.must("create", "-f", k.file("l2.yaml", fmt.Sprintf(limit, "l2", 1, 2)))

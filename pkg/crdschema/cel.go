@@ -2,13 +2,19 @@ package crdschema
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/ext"
+	"github.com/google/cel-go/interpreter"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 )
 
 // CEL validation rules (x-kubernetes-validations), as kube-apiserver
@@ -16,17 +22,44 @@ import (
 // (the node's value) and, for a transition rule, oldSelf (its value before
 // an update; the rule is skipped when there was none); a rule that is not
 // true fails with its message (or messageExpression's), reason and field
-// path. The environment is cel-go's standard library with its strings,
-// lists, sets, math, regex and optional-types extensions; kube-apiserver's own Kubernetes
-// libraries (quantity, URL, IP, CIDR, semver, authorizer) are not here,
-// and neither are its cost limits.
+// path. The environment is kube-apiserver 1.37's (CELLibraries), each
+// evaluation bounded by its per-call cost limit. Not here: the
+// expressions' type-checking against the schema (self is dynamic), the
+// estimated cost limits at CRD validation and the runtime budget of a
+// whole object.
 
-// CELLibraries are the CEL libraries of every expression the server
-// evaluates (CRD validation rules, admission policies): cel-go's standard
-// library and its strings, lists, sets, math, regex and optional-types
-// extensions.
+// CELLibraries are the CEL libraries and settings of every expression the
+// server evaluates (CRD validation rules, admission policies), those of
+// kube-apiserver 1.37's base environment: cel-go's standard library with
+// optional types, its strings (version 2), sets, lists (version 3) and
+// two-variable comprehension extensions, and the Kubernetes libraries of
+// cel_library.go.
 func CELLibraries() []cel.EnvOption {
-	return []cel.EnvOption{cel.OptionalTypes(), ext.Strings(), ext.Lists(), ext.Sets(), ext.Math(), ext.Regex()}
+	return []cel.EnvOption{
+		cel.HomogeneousAggregateLiterals(), cel.EagerlyValidateDeclarations(true), cel.DefaultUTCTimeZone(true),
+		cel.CrossTypeNumericComparisons(true), cel.OptionalTypes(),
+		cel.ASTValidators(cel.ValidateDurationLiterals(), cel.ValidateTimestampLiterals(), cel.ValidateRegexLiterals(),
+			cel.ValidateHomogeneousAggregateLiterals()),
+		ext.Strings(ext.StringsVersion(2)), ext.Sets(), ext.TwoVarComprehensions(), ext.Lists(ext.ListsVersion(3)),
+		kubeLibraries(),
+		cel.CostEstimatorOptions(checker.PresenceTestHasCost(false)),
+	}
+}
+
+// PerCallCostLimit is the most an evaluation of one expression may cost,
+// kube-apiserver's limit; past it, the evaluation fails with
+// CostLimitExceeded.
+const PerCallCostLimit = 1000000
+
+// CostLimitExceeded begins the error of an evaluation stopped at
+// PerCallCostLimit.
+const CostLimitExceeded = "operation cancelled: actual cost limit exceeded"
+
+// CELProgramOptions are the options of every program built in an
+// environment of CELLibraries: its cost tracked and limited.
+func CELProgramOptions() []cel.ProgramOption {
+	return []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize, cel.OptTrackCost), cel.CostLimit(PerCallCostLimit),
+		cel.CostTrackerOptions(interpreter.PresenceTestHasCost(false))}
 }
 
 // celEnv is the environment every rule is compiled in.
@@ -52,6 +85,7 @@ type rule struct {
 // celNode is a schema node's rules and its children's, mirroring the
 // structural schema.
 type celNode struct {
+	typ        string // the schema's type, shown for a rule's evaluation errors
 	rules      []rule
 	properties map[string]*celNode
 	items      *celNode // of a list's items, or of a map's values
@@ -66,12 +100,15 @@ func compileRules(s *structuralschema.Structural, path *field.Path) (*celNode, f
 		return nil, nil
 	}
 	var errs field.ErrorList
-	n := &celNode{}
+	n := &celNode{typ: s.Type}
 	for i, r := range s.XValidations {
 		rp := path.Child("x-kubernetes-validations").Index(i)
 		compiled, err := compileRule(r)
 		if err != nil {
-			errs = append(errs, field.Invalid(rp.Child("rule"), r.Rule, "compilation failed: "+err.Error()))
+			// The rule is shown as kube-apiserver shows its internal type.
+			shownRule := apiextensions.ValidationRule{Rule: r.Rule, Message: r.Message, MessageExpression: r.MessageExpression,
+				Reason: (*apiextensions.FieldValueErrorReason)(r.Reason), FieldPath: r.FieldPath, OptionalOldSelf: r.OptionalOldSelf}
+			errs = append(errs, field.Invalid(rp.Child("rule"), shownRule, "compilation failed: "+err.Error()))
 			continue
 		}
 		n.rules = append(n.rules, compiled)
@@ -106,7 +143,7 @@ func compileRule(r apiextensionsv1.ValidationRule) (rule, error) {
 	if iss.Err() != nil {
 		return rule{}, iss.Err()
 	}
-	prg, err := celEnv.Program(ast)
+	prg, err := celEnv.Program(ast, CELProgramOptions()...)
 	if err != nil {
 		return rule{}, err
 	}
@@ -116,7 +153,7 @@ func compileRule(r apiextensionsv1.ValidationRule) (rule, error) {
 		if iss.Err() != nil {
 			return rule{}, fmt.Errorf("messageExpression: %w", iss.Err())
 		}
-		if out.message, err = celEnv.Program(mast); err != nil {
+		if out.message, err = celEnv.Program(mast, CELProgramOptions()...); err != nil {
 			return rule{}, err
 		}
 	}
@@ -126,88 +163,134 @@ func compileRule(r apiextensionsv1.ValidationRule) (rule, error) {
 // validate evaluates the rules of n on value (and old, the value at the
 // same place before an update, if hasOld).
 func (n *celNode) validate(path *field.Path, value, old any, hasOld bool) field.ErrorList {
+	var v celValidation
+	v.node(n, path, value, old, hasOld)
+	return v.errs
+}
+
+// celValidation is the evaluation of an object's rules: their errors so
+// far, and whether a rule exceeded its cost limit, which stops the rest.
+type celValidation struct {
+	errs    field.ErrorList
+	stopped bool
+}
+
+func (v *celValidation) node(n *celNode, path *field.Path, value, old any, hasOld bool) {
 	if n == nil || value == nil {
-		return nil
+		return
 	}
-	var errs field.ErrorList
 	for _, r := range n.rules {
+		if v.stopped {
+			return
+		}
 		if r.transition && !hasOld {
 			continue
 		}
-		errs = append(errs, r.evaluate(path, value, old)...)
+		v.rule(n, r, path, value, old)
 	}
-	switch v := value.(type) {
+	switch x := value.(type) {
 	case map[string]any:
 		oldMap, _ := old.(map[string]any)
-		for name, child := range n.properties {
-			if x, ok := v[name]; ok {
+		// In the order of names, as kube-apiserver reports them.
+		for _, name := range slices.Sorted(maps.Keys(n.properties)) {
+			child := n.properties[name]
+			if c, ok := x[name]; ok {
 				o, had := oldMap[name]
-				errs = append(errs, child.validate(path.Child(name), x, o, hasOld && had)...)
+				v.node(child, path.Child(name), c, o, hasOld && had)
 			}
 		}
 		if n.isMap {
-			for key, x := range v {
+			for _, key := range slices.Sorted(maps.Keys(x)) {
 				o, had := oldMap[key]
-				errs = append(errs, n.items.validate(path.Key(key), x, o, hasOld && had)...)
+				v.node(n.items, path.Key(key), x[key], o, hasOld && had)
 			}
 		}
 	case []any:
 		// Items correlate with their old values only in maps and by
 		// key; list items are checked without oldSelf.
-		for i, x := range v {
-			errs = append(errs, n.items.validate(path.Index(i), x, nil, false)...)
+		for i, c := range x {
+			v.node(n.items, path.Index(i), c, nil, false)
 		}
 	}
-	return errs
 }
 
-// evaluate runs one rule on value.
-func (r rule) evaluate(path *field.Path, value, old any) field.ErrorList {
+// rule evaluates one rule of node n on value, with kube-apiserver's
+// messages: an evaluation error shows the schema's type as the value, a
+// false rule on an object or array shows none.
+func (v *celValidation) rule(n *celNode, r rule, path *field.Path, value, old any) {
 	vars := map[string]any{"self": value, "oldSelf": old}
 	out, _, err := r.program.Eval(vars)
 	if err != nil {
-		return field.ErrorList{field.Invalid(path, shown(value), "rule evaluation error: "+err.Error())}
+		switch msg := err.Error(); {
+		case strings.HasPrefix(msg, "no such overload"):
+			v.errs = append(v.errs, field.Invalid(path, n.typ, fmt.Sprintf(
+				"'%v': call arguments did not match a supported operator, function or macro signature for rule: %v", err, r.shown())))
+		case strings.HasPrefix(msg, CostLimitExceeded):
+			v.errs = append(v.errs, field.Invalid(path, n.typ, fmt.Sprintf(
+				"'%v': no further validation rules will be run due to call cost exceeds limit for rule: %v", err, r.shown())))
+			v.stopped = true
+		default:
+			v.errs = append(v.errs, field.Invalid(path, n.typ, fmt.Sprintf("%v evaluating rule: %v", err, r.shown())))
+		}
+		return
 	}
 	if ok, isBool := out.Value().(bool); isBool && ok {
-		return nil
+		return
 	}
-	msg := r.Message
-	if r.message != nil {
-		if m, _, err := r.message.Eval(vars); err == nil {
-			if s, ok := m.Value().(string); ok && s != "" {
-				msg = s
-			}
+	msg, ok := r.evalMessage(vars)
+	if !ok {
+		msg = strings.TrimSpace(r.Message)
+		if msg == "" {
+			msg = "failed rule: " + strings.TrimSpace(r.Rule)
 		}
-	}
-	if msg == "" {
-		msg = "failed rule: " + strings.TrimSpace(r.Rule)
 	}
 	if r.FieldPath != "" {
 		for _, part := range strings.Split(strings.TrimPrefix(r.FieldPath, "."), ".") {
 			path = path.Child(part)
 		}
 	}
-	if r.Reason != nil {
-		switch *r.Reason {
-		case apiextensionsv1.FieldValueRequired:
-			return field.ErrorList{field.Required(path, msg)}
-		case apiextensionsv1.FieldValueForbidden:
-			return field.ErrorList{field.Forbidden(path, msg)}
-		case apiextensionsv1.FieldValueDuplicate:
-			return field.ErrorList{field.Duplicate(path, msg)}
-		}
+	var bad any = value
+	if n.typ == "object" || n.typ == "array" {
+		bad = field.OmitValueType{}
 	}
-	return field.ErrorList{field.Invalid(path, shown(value), msg)}
+	switch reason := ptr.Deref(r.Reason, ""); reason {
+	case apiextensionsv1.FieldValueRequired:
+		v.errs = append(v.errs, field.Required(path, msg))
+	case apiextensionsv1.FieldValueForbidden:
+		v.errs = append(v.errs, field.Forbidden(path, msg))
+	case apiextensionsv1.FieldValueDuplicate:
+		v.errs = append(v.errs, field.Duplicate(path, bad))
+	default:
+		v.errs = append(v.errs, field.Invalid(path, bad, msg))
+	}
 }
 
-// shown is how kube-apiserver shows the value a rule failed on: "object"
-// or "array" for those, the value itself otherwise.
-func shown(v any) any {
-	switch v.(type) {
-	case map[string]any:
-		return "object"
-	case []any:
-		return "array"
+// maxMessageLength is the longest message a messageExpression may give.
+const maxMessageLength = 5 * 1024
+
+// evalMessage is the rule's messageExpression's message, if it has one
+// that gives a non-empty single line of at most maxMessageLength bytes.
+func (r rule) evalMessage(vars map[string]any) (string, bool) {
+	if r.message == nil {
+		return "", false
 	}
-	return v
+	m, _, err := r.message.Eval(vars)
+	if err != nil {
+		return "", false
+	}
+	s, ok := m.Value().(string)
+	s = strings.TrimSpace(s)
+	if !ok || s == "" || len(s) > maxMessageLength || strings.Contains(s, "\n") {
+		return "", false
+	}
+	return s, true
+}
+
+// shown is how kube-apiserver names a rule in an evaluation error: its
+// message, or the rule itself.
+func (r rule) shown() string {
+	if m := strings.TrimSpace(r.Message); m != "" {
+		return m
+	}
+	return strings.TrimSpace(r.Rule)
 }

@@ -51,7 +51,7 @@ func TestRules(t *testing.T) {
 		want     string
 	}{
 		{"valid", `{"min":1,"max":2}`, "", ""},
-		{"two rules of one node", `{"min":300,"max":200}`, "", "spec: Invalid value: \"object\": min must not exceed max\nspec.max: Forbidden: max is too large: at most 100"},
+		{"two rules of one node", `{"min":300,"max":200}`, "", "spec: Invalid value: min must not exceed max\nspec.max: Forbidden: max is too large: at most 100"},
 		{"a list's items", `{"min":1,"max":2,"tags":["ok","toolong"]}`, "", `spec.tags[1]: Invalid value: "toolong": failed rule: self.size() < 4`},
 		{"transition rule skipped on create", `{"min":1,"max":2,"owner":"a"}`, "", ""},
 		{"transition rule kept", `{"min":1,"max":2,"owner":"a"}`, `{"owner":"a"}`, ""},
