@@ -25,8 +25,9 @@ import (
 // an Object{...} to merge into the object (patchType
 // ApplyConfiguration). Deliberate difference: an apply configuration is
 // merged as maps merged and lists replaced, without the schema's list-map
-// keys that kube-apiserver's structured merge uses; no params,
-// matchConditions or reinvocation.
+// keys that kube-apiserver's structured merge uses; no params or
+// reinvocation. matchConditions (all true) narrow what a policy matches;
+// one failing to evaluate fails the policy as its failurePolicy says.
 
 // mutationTypes is the CEL type provider of mutation expressions: the
 // JSONPatch type and the Object types of apply configurations
@@ -127,6 +128,7 @@ var mutationEnv = func() *cel.Env {
 // generation.
 type compiledMutations struct {
 	generation int64
+	conditions []namedProgram // matchConditions
 	variables  []namedProgram
 	mutations  []compiledMutation
 	err        error
@@ -156,14 +158,17 @@ func (c *mutationCache) get(p *admissionregistrationv1.MutatingAdmissionPolicy) 
 			cm.err = fmt.Errorf("compilation failed for %q: %w", expr, iss.Err())
 			return nil
 		}
-		prg, err := mutationEnv.Program(ast)
+		prg, err := mutationEnv.Program(ast, crdschema.CELProgramOptions()...)
 		if err != nil {
 			cm.err = err
 		}
 		return prg
 	}
+	for _, c := range p.Spec.MatchConditions {
+		cm.conditions = append(cm.conditions, namedProgram{c.Name, c.Expression, compile(c.Expression)})
+	}
 	for _, v := range p.Spec.Variables {
-		cm.variables = append(cm.variables, namedProgram{v.Name, compile(v.Expression)})
+		cm.variables = append(cm.variables, namedProgram{v.Name, v.Expression, compile(v.Expression)})
 	}
 	for _, m := range p.Spec.Mutations {
 		var expr string
@@ -237,6 +242,11 @@ func (w *Webhooks) applyMutations(ctx context.Context, cm *compiledMutations, re
 	var nsObject map[string]any
 	if req.Namespace != "" {
 		nsObject = w.namespaceObject(ctx, req.Namespace)
+	}
+	conditionVars := map[string]any{"object": orNil(obj), "oldObject": orNil(req.OldObject), "request": req.celRequest(),
+		"namespaceObject": orNil(nsObject), "params": nil, "variables": map[string]any{}}
+	if matched, err := conditionsMatch(cm.conditions, conditionVars); err != nil || !matched {
+		return obj, err
 	}
 	for _, m := range cm.mutations {
 		variables := map[string]any{}

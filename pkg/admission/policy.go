@@ -16,18 +16,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/utils/ptr"
 	kjson "sigs.k8s.io/json"
 )
 
 // ValidatingAdmissionPolicies, through their bindings, as kube-apiserver
 // evaluates them: a binding selects a policy and narrows what it matches;
-// the policy's CEL validations see object, oldObject, request,
-// namespaceObject and its variables; a false one denies the write (if the
-// binding's actions include Deny) with the validation's message and
-// reason. Not here: params (paramKind), matchConditions, auditAnnotations,
-// the Warn and Audit actions, the type-checking of expressions against the
-// kinds' schemas and the policy's status (an expression that does not
-// compile fails as the policy's failurePolicy says, when evaluated).
+// the policy's matchConditions (CEL, all true) narrow it further; its CEL
+// validations see object, oldObject, request, namespaceObject and its
+// variables; each false one (or one failing to evaluate, under
+// failurePolicy Fail) is a failure that the binding's actions make a
+// denial (Deny: the first one denies the write, with its message and
+// reason) or a warning (Warn). Not here: params (paramKind), the Audit
+// action and auditAnnotations (the audit log has no admission
+// annotations), the type-checking of expressions against the kinds'
+// schemas and the policy's status (an expression that does not compile
+// fails as the policy's failurePolicy says, when evaluated).
 
 // policyEnv is the environment of policy expressions.
 var policyEnv = func() *cel.Env {
@@ -44,14 +49,15 @@ var policyEnv = func() *cel.Env {
 // compiledPolicy is a policy's expressions, compiled once per generation.
 type compiledPolicy struct {
 	generation  int64
+	conditions  []namedProgram // matchConditions
 	variables   []namedProgram
 	validations []compiledValidation
 	err         error // a compilation error: the policy fails as its failurePolicy says
 }
 
 type namedProgram struct {
-	name    string
-	program cel.Program
+	name, expression string
+	program          cel.Program
 }
 
 type compiledValidation struct {
@@ -78,14 +84,17 @@ func (c *policyCache) get(p *admissionregistrationv1.ValidatingAdmissionPolicy) 
 			cp.err = fmt.Errorf("compilation failed for %q: %w", expr, iss.Err())
 			return nil
 		}
-		prg, err := policyEnv.Program(ast)
+		prg, err := policyEnv.Program(ast, crdschema.CELProgramOptions()...)
 		if err != nil {
 			cp.err = err
 		}
 		return prg
 	}
+	for _, c := range p.Spec.MatchConditions {
+		cp.conditions = append(cp.conditions, namedProgram{c.Name, c.Expression, compile(c.Expression)})
+	}
 	for _, v := range p.Spec.Variables {
-		cp.variables = append(cp.variables, namedProgram{v.Name, compile(v.Expression)})
+		cp.variables = append(cp.variables, namedProgram{v.Name, v.Expression, compile(v.Expression)})
 	}
 	for _, v := range p.Spec.Validations {
 		cv := compiledValidation{Validation: v, program: compile(v.Expression)}
@@ -112,10 +121,8 @@ func (w *Webhooks) validatePolicies(ctx context.Context, req *Request) error {
 		return err
 	}
 	var nsObject map[string]any
+	var denied error
 	for _, b := range bindings {
-		if !slices.Contains(b.Spec.ValidationActions, admissionregistrationv1.Deny) {
-			continue
-		}
 		i := slices.IndexFunc(policies, func(p admissionregistrationv1.ValidatingAdmissionPolicy) bool { return p.Name == b.Spec.PolicyName })
 		if i < 0 {
 			continue
@@ -138,11 +145,24 @@ func (w *Webhooks) validatePolicies(ctx context.Context, req *Request) error {
 		if nsObject == nil && req.Namespace != "" {
 			nsObject = w.namespaceObject(ctx, req.Namespace)
 		}
-		if err := w.evaluate(w.policies.get(p), p, &b, req, nsObject); err != nil {
-			return err
+		for _, f := range w.evaluate(w.policies.get(p), p, req, nsObject) {
+			for _, action := range b.Spec.ValidationActions {
+				switch action {
+				case admissionregistrationv1.Deny:
+					if denied == nil {
+						reason := f.reason
+						if reason == nil {
+							reason = ptr.To(metav1.StatusReasonInvalid)
+						}
+						denied = denial(req, "ValidatingAdmissionPolicy", p.Name, b.Name, f.message, reason)
+					}
+				case admissionregistrationv1.Warn:
+					warn(ctx, fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s", p.Name, b.Name, f.message))
+				}
+			}
 		}
 	}
-	return nil
+	return denied
 }
 
 // policyMatches says whether match constraints (nil: nothing) select req.
@@ -183,14 +203,21 @@ func (w *Webhooks) namespaceObject(ctx context.Context, name string) map[string]
 	return out
 }
 
-// evaluate runs a policy's validations on req.
-func (w *Webhooks) evaluate(cp *compiledPolicy, p *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding,
-	req *Request, nsObject map[string]any) error {
-	fail := func(err error) error {
+// failure is a validation that a request failed, or that failed to
+// evaluate under failurePolicy Fail.
+type failure struct {
+	message string
+	reason  *metav1.StatusReason
+}
+
+// evaluate runs a policy's match conditions and validations on req and
+// returns its failures.
+func (w *Webhooks) evaluate(cp *compiledPolicy, p *admissionregistrationv1.ValidatingAdmissionPolicy, req *Request, nsObject map[string]any) []failure {
+	fail := func(err error) []failure {
 		if p.Spec.FailurePolicy != nil && *p.Spec.FailurePolicy == admissionregistrationv1.Ignore {
 			return nil
 		}
-		return denial(req, "ValidatingAdmissionPolicy", p.Name, b.Name, err.Error(), nil)
+		return []failure{{message: err.Error()}}
 	}
 	if cp.err != nil {
 		return fail(cp.err)
@@ -199,6 +226,12 @@ func (w *Webhooks) evaluate(cp *compiledPolicy, p *admissionregistrationv1.Valid
 		"namespaceObject": orNil(nsObject), "params": nil}
 	variables := map[string]any{}
 	vars["variables"] = variables
+	if matched, err := conditionsMatch(cp.conditions, vars); err != nil || !matched {
+		if err != nil {
+			return fail(err)
+		}
+		return nil
+	}
 	for _, v := range cp.variables {
 		out, _, err := v.program.Eval(vars)
 		if err != nil {
@@ -206,10 +239,12 @@ func (w *Webhooks) evaluate(cp *compiledPolicy, p *admissionregistrationv1.Valid
 		}
 		variables[v.name] = out.Value()
 	}
+	var failures []failure
 	for _, v := range cp.validations {
 		out, _, err := v.program.Eval(vars)
 		if err != nil {
-			return fail(fmt.Errorf("expression '%s' resulted in error: %w", v.Expression, err))
+			failures = append(failures, fail(expressionError(v.Expression, err))...)
+			continue
 		}
 		if ok, _ := out.Value().(bool); ok {
 			continue
@@ -218,34 +253,78 @@ func (w *Webhooks) evaluate(cp *compiledPolicy, p *admissionregistrationv1.Valid
 		if v.message != nil {
 			if m, _, err := v.message.Eval(vars); err == nil {
 				if s, ok := m.Value().(string); ok && strings.TrimSpace(s) != "" {
-					msg = s
+					msg = strings.TrimSpace(s)
 				}
 			}
 		}
 		if msg == "" {
 			msg = fmt.Sprintf("failed expression: %s", v.Expression)
 		}
-		return denial(req, "ValidatingAdmissionPolicy", p.Name, b.Name, msg, v.Reason)
+		failures = append(failures, failure{msg, v.Reason})
 	}
-	return nil
+	return failures
 }
 
-// denial is a policy's refusal as kube-apiserver words it: 403 Forbidden
-// unless the validation gives another reason (Invalid, Unauthorized,
-// RequestEntityTooLarge).
+// expressionError is an expression's evaluation error as kube-apiserver
+// words it.
+func expressionError(expr string, err error) error {
+	return fmt.Errorf("expression '%s' resulted in error: %w", expr, err)
+}
+
+// conditionsMatch evaluates matchConditions as kube-apiserver does: they
+// match unless one is false; otherwise the errors of those that failed to
+// evaluate are the error (for the failurePolicy to decide).
+func conditionsMatch(conditions []namedProgram, vars map[string]any) (bool, error) {
+	var errs []error
+	for _, c := range conditions {
+		out, _, err := c.program.Eval(vars)
+		if err != nil {
+			errs = append(errs, expressionError(c.expression, err))
+			continue
+		}
+		if ok, _ := out.Value().(bool); !ok {
+			return false, nil
+		}
+	}
+	if len(errs) > 0 {
+		return false, utilerrors.NewAggregate(errs)
+	}
+	return true, nil
+}
+
+// denial is a policy's refusal as kube-apiserver words it: Forbidden's
+// message, with the reason given (403 Forbidden if none) and its code.
 func denial(req *Request, kind, policy, binding, msg string, reason *metav1.StatusReason) error {
 	err := fmt.Errorf("%s '%s' with binding '%s' denied request: %s", kind, policy, binding, msg)
 	gr := schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Plural}
+	status := apierrors.NewForbidden(gr, req.Name, err)
 	if reason == nil || *reason == metav1.StatusReasonForbidden {
-		return apierrors.NewForbidden(gr, req.Name, err)
+		return status
 	}
 	code := map[metav1.StatusReason]int32{metav1.StatusReasonUnauthorized: http.StatusUnauthorized,
 		metav1.StatusReasonRequestEntityTooLarge: http.StatusRequestEntityTooLarge}[*reason]
 	if code == 0 {
 		code = http.StatusUnprocessableEntity
 	}
-	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Reason: *reason, Code: code,
-		Message: fmt.Sprintf("%s %q is invalid: %v", gr.String(), req.Name, err)}}
+	status.ErrStatus.Reason, status.ErrStatus.Code = *reason, code
+	status.ErrStatus.Details.Causes = append(status.ErrStatus.Details.Causes, metav1.StatusCause{Message: err.Error()})
+	return status
+}
+
+// warningsKey is the context key of a request's warning sink.
+type warningsKey struct{}
+
+// WithWarnings is ctx with the sink of the warnings admission gives on a
+// request (for its response's Warning headers).
+func WithWarnings(ctx context.Context, warn func(string)) context.Context {
+	return context.WithValue(ctx, warningsKey{}, warn)
+}
+
+// warn gives a warning to ctx's sink, if it has one.
+func warn(ctx context.Context, msg string) {
+	if f, ok := ctx.Value(warningsKey{}).(func(string)); ok {
+		f(msg)
+	}
 }
 
 // orNil is obj, or an untyped nil for CEL when there is none.

@@ -6,6 +6,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"github.com/watchcache/watchcache/pkg/admission"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -174,6 +175,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *requ
 	if msg := req.res.DeprecationWarning; msg != "" {
 		w.Header().Add("Warning", fmt.Sprintf("299 - %q", msg))
 	}
+	r = r.WithContext(admission.WithWarnings(r.Context(), func(msg string) { w.Header().Add("Warning", fmt.Sprintf("299 - %q", msg)) }))
 	if aerr := parseWriteOptions(r, req); aerr != nil {
 		writeError(w, aerr, req.res, req.name)
 		return
