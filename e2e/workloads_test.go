@@ -109,8 +109,8 @@ func TestWorkloadKinds(t *testing.T) {
 }
 
 // TestStatusAndScale: the status subresource splits spec from status as
-// kube-apiserver's strategies do, generation counts spec changes, and
-// kubectl scale goes through /scale.
+// kube-apiserver's strategies do, generation counts spec changes (and a
+// Deployment's annotations), and kubectl scale goes through /scale.
 func TestStatusAndScale(t *testing.T) {
 	k := newKubectl(t, "scale")
 	k.must("create", "deployment", "web", "--image=nginx", "--replicas=2")
@@ -147,6 +147,13 @@ func TestStatusAndScale(t *testing.T) {
 	k.must("scale", "deployment", "web", "--replicas=5")
 	if d, err = deployments.Get(ctx, "web", metav1.GetOptions{}); err != nil || *d.Spec.Replicas != 5 || d.Generation != 2 || d.Status.Replicas != 2 {
 		t.Errorf("after kubectl scale: %v replicas %d, generation %d, status %+v", err, *d.Spec.Replicas, d.Generation, d.Status)
+	}
+	// A Deployment's annotations count as its spec does (kube-apiserver's
+	// strategy: they are copied to its ReplicaSets).
+	k.must("annotate", "deployment", "web", "a=1")
+	k.must("annotate", "deployment", "web", "b=2")
+	if d, err = deployments.Get(ctx, "web", metav1.GetOptions{}); err != nil || d.Generation != 4 {
+		t.Errorf("after two kubectl annotate: %v generation %d, want 4", err, d.Generation)
 	}
 	scale, err := deployments.GetScale(ctx, "web", metav1.GetOptions{})
 	if err != nil || scale.Spec.Replicas != 5 || scale.Status.Replicas != 2 || scale.Status.Selector != "app=web" {

@@ -82,7 +82,7 @@ func Builtins() []*Resource {
 		{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease", Plural: "leases", Namespaced: true,
 			StrategicMergeType: coordinationv1.Lease{}},
 		{Group: "apps", Version: "v1", Kind: "Deployment", Plural: "deployments", ShortNames: []string{"deploy"}, Namespaced: true,
-			Categories: all, Status: true, Generation: true, Scale: true, StrategicMergeType: appsv1.Deployment{}},
+			Categories: all, Status: true, Generation: true, GenerationAnnotations: true, Scale: true, StrategicMergeType: appsv1.Deployment{}},
 		{Group: "apps", Version: "v1", Kind: "ReplicaSet", Plural: "replicasets", ShortNames: []string{"rs"}, Namespaced: true,
 			Categories: all, SelectableFields: []string{"status.replicas"}, Status: true, Generation: true, Scale: true, StrategicMergeType: appsv1.ReplicaSet{}},
 		{Group: "apps", Version: "v1", Kind: "StatefulSet", Plural: "statefulsets", ShortNames: []string{"sts"}, Namespaced: true,

@@ -48,6 +48,10 @@ type Resource struct {
 	// Generation says metadata.generation counts changes to anything but
 	// metadata and status: 1 on create, one more on each such update.
 	Generation bool `json:"-"`
+	// GenerationAnnotations says a change of metadata.annotations counts
+	// too, as kube-apiserver's strategy for Deployments does (their
+	// annotations are copied to their ReplicaSets).
+	GenerationAnnotations bool `json:"-"`
 	// Scale says the kind has a scale subresource (autoscaling/v1 Scale
 	// over spec.replicas, status.replicas and spec.selector).
 	Scale bool `json:"-"`

@@ -40,7 +40,8 @@ func PrepareForCreate(res *resource.Resource, obj map[string]any) {
 //   - an update of a subresource keeps everything but its field (and the
 //     resourceVersion the client sent, for its precondition) from old;
 //   - generation goes up by one when anything but metadata and status
-//     changed, and is never the client's to set.
+//     changed (or the annotations, for a kind that counts them), and is
+//     never the client's to set.
 func PrepareForUpdate(res *resource.Resource, subresource string, obj, old map[string]any) {
 	if path := subresourcePaths[subresource]; path != nil {
 		writeOnly(obj, old, path)
@@ -58,7 +59,7 @@ func PrepareForUpdate(res *resource.Resource, subresource string, obj, old map[s
 	}
 	if res.Generation {
 		generation := generationOf(old)
-		if specChanged(obj, old) {
+		if specChanged(obj, old) || (res.GenerationAnnotations && annotationsChanged(obj, old)) {
 			generation++
 		}
 		metadata(obj)["generation"] = generation
@@ -146,6 +147,14 @@ func specChanged(obj, old map[string]any) bool {
 		}
 	}
 	return false
+}
+
+// annotationsChanged reports whether metadata.annotations differ (absent
+// and empty are the same, as for kube-apiserver's semantic equality).
+func annotationsChanged(obj, old map[string]any) bool {
+	a, _ := metadata(obj)["annotations"].(map[string]any)
+	b, _ := metadata(old)["annotations"].(map[string]any)
+	return len(a)+len(b) > 0 && !equalJSON(a, b)
 }
 
 // equalJSON compares two decoded JSON values (numbers may be float64,

@@ -8,7 +8,7 @@ import (
 )
 
 var (
-	deployments = &resource.Resource{Group: "apps", Kind: "Deployment", Status: true, Generation: true, Scale: true}
+	deployments = &resource.Resource{Group: "apps", Kind: "Deployment", Status: true, Generation: true, GenerationAnnotations: true, Scale: true}
 	services    = &resource.Resource{Kind: "Service", Status: true}
 	rcs         = &resource.Resource{Kind: "ReplicationController", Status: true, Generation: true, Scale: true}
 )
@@ -49,20 +49,25 @@ func TestPrepareForCreate(t *testing.T) {
 func TestPrepareForUpdate(t *testing.T) {
 	old := `{"metadata":{"name":"d","generation":3,"labels":{"a":"1"},"resourceVersion":"10"},"spec":{"replicas":2},"status":{"replicas":2}}`
 	for _, tc := range []struct {
+		res                  *resource.Resource
 		name, sub, obj, want string
 	}{
-		{"spec change: status kept, generation up", "", `{"metadata":{"name":"d","generation":99},"spec":{"replicas":3},"status":{"replicas":9}}`,
+		{deployments, "spec change: status kept, generation up", "", `{"metadata":{"name":"d","generation":99},"spec":{"replicas":3},"status":{"replicas":9}}`,
 			`{"metadata":{"generation":4,"name":"d"},"spec":{"replicas":3},"status":{"replicas":2}}`},
-		{"metadata only: generation kept", "", `{"metadata":{"name":"d","labels":{"b":"2"}},"spec":{"replicas":2}}`,
+		{deployments, "metadata only: generation kept", "", `{"metadata":{"name":"d","labels":{"b":"2"}},"spec":{"replicas":2}}`,
 			`{"metadata":{"generation":3,"labels":{"b":"2"},"name":"d"},"spec":{"replicas":2},"status":{"replicas":2}}`},
-		{"status: only status taken", "status", `{"metadata":{"name":"d","labels":{"b":"2"},"resourceVersion":"10"},"spec":{"replicas":7},"status":{"replicas":1}}`,
+		{deployments, "status: only status taken", "status", `{"metadata":{"name":"d","labels":{"b":"2"},"resourceVersion":"10"},"spec":{"replicas":7},"status":{"replicas":1}}`,
 			`{"metadata":{"generation":3,"labels":{"a":"1"},"name":"d","resourceVersion":"10"},"spec":{"replicas":2},"status":{"replicas":1}}`},
-		{"status removed through /status", "status", `{"metadata":{"name":"d"},"spec":{}}`,
+		{deployments, "status removed through /status", "status", `{"metadata":{"name":"d"},"spec":{}}`,
 			`{"metadata":{"generation":3,"labels":{"a":"1"},"name":"d"},"spec":{"replicas":2}}`},
+		{deployments, "a deployment's annotations: generation up", "", `{"metadata":{"name":"d","annotations":{"a":"1"}},"spec":{"replicas":2}}`,
+			`{"metadata":{"annotations":{"a":"1"},"generation":4,"name":"d"},"spec":{"replicas":2},"status":{"replicas":2}}`},
+		{rcs, "another kind's annotations: generation kept", "", `{"metadata":{"name":"d","annotations":{"a":"1"}},"spec":{"replicas":2}}`,
+			`{"metadata":{"annotations":{"a":"1"},"generation":3,"name":"d"},"spec":{"replicas":2},"status":{"replicas":2}}`},
 	} {
 		obj := decode(t, tc.obj)
 		oldMap := decode(t, old)
-		PrepareForUpdate(deployments, tc.sub, obj, oldMap)
+		PrepareForUpdate(tc.res, tc.sub, obj, oldMap)
 		if got := encode(obj); got != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
 		}
