@@ -1,13 +1,19 @@
 package validation
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/watchcache/watchcache/pkg/jsonmap"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -15,6 +21,30 @@ import (
 
 // The kinds of checks the kinds' lists are made of. Each returns the
 // Check for a path; messages are kube-apiserver's.
+
+// errorOf makes the error for a bad value v at p.
+type errorOf func(p *field.Path, v any) *field.Error
+
+// invalid: the value is invalid, for msg.
+func invalid(msg string) errorOf {
+	return func(p *field.Path, v any) *field.Error { return field.Invalid(p, v, msg) }
+}
+
+// invalidUnshown: the value is invalid, for msg; the error shows null for
+// it, as kube-apiserver's declarative validation does.
+func invalidUnshown(msg string) errorOf {
+	return func(p *field.Path, _ any) *field.Error { return field.Invalid(p, nil, msg) }
+}
+
+// notSupported: the value is none of values.
+func notSupported(values ...string) errorOf {
+	return func(p *field.Path, v any) *field.Error { return field.NotSupported(p, v, values) }
+}
+
+// forbidden: the field may not be set so, for msg.
+func forbidden(msg string) errorOf {
+	return func(p *field.Path, _ any) *field.Error { return field.Forbidden(p, msg) }
+}
 
 // isEmpty reports whether a JSON value is unset for a "Required value":
 // absent, null, "", or an empty list or object.
@@ -238,14 +268,72 @@ func cronSchedule(path string) Check {
 	}}
 }
 
+// errImmutable is kube-apiserver's message for a changed immutable field.
+const errImmutable = "field is immutable"
+
 // immutable: an update may not change the field.
-func immutable(path string) Check {
+func immutable(path string) Check { return unchanged(path, invalid(errImmutable)) }
+
+// unchanged: an update that changes the field gets the error changed
+// makes of its new value.
+func unchanged(path string, changed errorOf) Check {
 	return Check{Path: path, Update: func(p *field.Path, v, old any) field.ErrorList {
 		if !reflect.DeepEqual(v, old) {
-			return field.ErrorList{field.Invalid(p, v, "field is immutable")}
+			return field.ErrorList{changed(p, v)}
 		}
 		return nil
 	}}
+}
+
+// volumeSourceUpdate: an update of a PersistentVolume's spec changes none
+// of its volume source fields.
+func volumeSourceUpdate(fields []string) Check {
+	return Check{Path: "spec", Update: func(p *field.Path, v, old any) field.ErrorList {
+		spec, _ := v.(map[string]any)
+		prev, _ := old.(map[string]any)
+		for _, f := range fields {
+			if !reflect.DeepEqual(spec[f], prev[f]) {
+				return field.ErrorList{field.Forbidden(p.Child("persistentvolumesource"), "spec.persistentvolumesource is immutable after creation")}
+			}
+		}
+		return nil
+	}}
+}
+
+// errClaimUpdate is kube-apiserver's message for an update of a
+// PersistentVolumeClaim's spec that changes more than it allows (it
+// appends a diff of the specs' Go values, left out here).
+const errClaimUpdate = "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"
+
+// claimSpecUpdate: an update of a PersistentVolumeClaim's spec only sets
+// volumeName, if unset, and, once the claim is bound, changes its storage
+// request and volumeAttributesClassName.
+func claimSpecUpdate() Check {
+	return Check{Update: func(_ *field.Path, v, old any) field.ErrorList {
+		obj, _ := v.(map[string]any)
+		prev, _ := old.(map[string]any)
+		mutable := []string{}
+		if name, _, _ := unstructured.NestedString(prev, "spec", "volumeName"); name == "" {
+			mutable = append(mutable, "volumeName")
+		}
+		if phase, _, _ := unstructured.NestedString(prev, "status", "phase"); phase == "Bound" {
+			mutable = append(mutable, "resources.requests.storage", "volumeAttributesClassName")
+		}
+		if !reflect.DeepEqual(without(obj["spec"], mutable), without(prev["spec"], mutable)) {
+			return field.ErrorList{field.Forbidden(field.NewPath("spec"), errClaimUpdate)}
+		}
+		return nil
+	}}
+}
+
+// without is a copy of the JSON object v without the fields at paths
+// (dotted).
+func without(v any, paths []string) map[string]any {
+	m, _ := jsonmap.DeepCopy(v).(map[string]any)
+	for _, path := range paths {
+		unstructured.RemoveNestedField(m, strings.Split(path, ".")...)
+	}
+	return m
 }
 
 // immutableData: once a ConfigMap or Secret is immutable, its data,
@@ -343,4 +431,216 @@ func requireServicePorts(p *field.Path, spec map[string]any) field.ErrorList {
 		return field.ErrorList{field.Required(p.Child("ports"), "")}
 	}
 	return nil
+}
+
+// ifSet: c, for a field that is set and not empty (an optional port,
+// which c alone would take for 0 when unset; a string that its Go type
+// stores as "" when unset).
+func ifSet(c Check) Check {
+	test := c.Test
+	c.Test = func(p *field.Path, v any, present bool) field.ErrorList {
+		if isEmpty(v, present) {
+			return nil
+		}
+		return test(p, v, present)
+	}
+	return c
+}
+
+// unsetAs: c, seeing value as unset: what kube-apiserver's defaults made
+// of an unset field before it validated (a Job's pods' restartPolicy
+// Always).
+func unsetAs(c Check, value any) Check {
+	test := c.Test
+	c.Test = func(p *field.Path, v any, present bool) field.ErrorList {
+		if v == value {
+			v = ""
+		}
+		return test(p, v, present)
+	}
+	return c
+}
+
+// eachOneOf: every element of a set list holds one of values; an error
+// names the list (PersistentVolume access modes).
+func eachOneOf(path string, values ...string) Check {
+	return Check{Path: path, Test: func(p *field.Path, v any, _ bool) field.ErrorList {
+		var errs field.ErrorList
+		list, _ := v.([]any)
+		for _, item := range list {
+			if s, _ := item.(string); !slices.Contains(values, s) {
+				errs = append(errs, field.NotSupported(p, item, values))
+			}
+		}
+		return errs
+	}}
+}
+
+// forbiddenAbove: a set integer is at most max, or the value is
+// forbidden with msg (a PriorityClass's value).
+func forbiddenAbove(path string, max int64, msg string) Check {
+	return Check{Path: path, Test: func(p *field.Path, v any, _ bool) field.ErrorList {
+		if n, ok := v.(int64); ok && n > max {
+			return field.ErrorList{field.Forbidden(p, msg)}
+		}
+		return nil
+	}}
+}
+
+// nonNegativeIntOrPercent: a set int-or-string is an integer of at least
+// 0 or a percentage of at most 100%.
+func nonNegativeIntOrPercent(path string) Check {
+	return Check{Path: path, Test: func(p *field.Path, v any, _ bool) field.ErrorList {
+		switch v := v.(type) {
+		case int64:
+			if v < 0 {
+				return field.ErrorList{field.Invalid(p, v, "must be greater than or equal to 0")}
+			}
+		case string:
+			if msgs := utilvalidation.IsValidPercent(v); len(msgs) > 0 {
+				return field.ErrorList{field.Invalid(p, v, msgs[0])}
+			}
+			if n, _ := strconv.Atoi(strings.TrimSuffix(v, "%")); n > 100 {
+				return field.ErrorList{field.Invalid(p, v, "must not be greater than 100%")}
+			}
+		}
+		return nil
+	}}
+}
+
+// goStruct renders obj as kube-apiserver shows a value of its internal Go
+// type in a message: JSON with the struct's fields in order, named as in
+// Go (goFields; each JSON name is its Go name with a lower-case initial),
+// null when unset. Values below are shown as stored.
+func goStruct(obj map[string]any, goFields ...string) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, name := range goFields {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		v, _ := json.Marshal(obj[strings.ToLower(name[:1])+name[1:]])
+		fmt.Fprintf(&b, "%q:%s", name, v)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// notBoth: an object does not set both fields a and b; the error shows
+// the object as its internal Go type does (goFields, see goStruct).
+func notBoth(a, b, msg string, goFields ...string) Check {
+	return Check{Object: func(p *field.Path, obj map[string]any) field.ErrorList {
+		if obj[a] != nil && obj[b] != nil {
+			return field.ErrorList{field.Invalid(p, goStruct(obj, goFields...), msg)}
+		}
+		return nil
+	}}
+}
+
+// strategyType: a set update strategy's type is one of values, else the
+// error bad makes of the strategy, shown as its internal Go type.
+func strategyType(path string, bad errorOf, values ...string) Check {
+	return Check{Path: path, Test: func(p *field.Path, v any, present bool) field.ErrorList {
+		strategy, _ := v.(map[string]any)
+		if t, _ := strategy["type"].(string); present && !slices.Contains(values, t) {
+			return field.ErrorList{bad(p, goStruct(strategy, "Type", "RollingUpdate"))}
+		}
+		return nil
+	}}
+}
+
+// requiredAny: an object sets at least one of fields; else the error
+// missing makes of nil for the object.
+func requiredAny(missing errorOf, fields ...string) Check {
+	return Check{Object: func(p *field.Path, obj map[string]any) field.ErrorList {
+		for _, f := range fields {
+			if obj[f] != nil {
+				return nil
+			}
+		}
+		return field.ErrorList{missing(p, nil)}
+	}}
+}
+
+// oneVolumeSource: an object sets exactly one of the volume source fields
+// (in kube-apiserver's order: each after the first is forbidden).
+func oneVolumeSource(fields []string) Check {
+	return Check{Object: func(p *field.Path, obj map[string]any) field.ErrorList {
+		var errs field.ErrorList
+		found := false
+		for _, f := range fields {
+			if obj[f] == nil {
+				continue
+			}
+			if found {
+				errs = append(errs, field.Forbidden(p.Child(f), "may not specify more than 1 volume type"))
+			}
+			found = true
+		}
+		if !found {
+			errs = append(errs, field.Required(p, "must specify a volume type"))
+		}
+		return errs
+	}}
+}
+
+// capacity: a PersistentVolume's capacity is set and names storage only.
+func capacity() Check {
+	return Check{Path: "capacity", Test: func(p *field.Path, v any, _ bool) field.ErrorList {
+		var errs field.ErrorList
+		c, _ := v.(map[string]any)
+		if len(c) == 0 {
+			errs = append(errs, field.Required(p, ""))
+		}
+		if _, ok := c["storage"]; !ok || len(c) > 1 {
+			errs = append(errs, field.NotSupported(p, c, []string{"storage"}))
+		}
+		return errs
+	}}
+}
+
+// storageRequest: a PersistentVolumeClaim's spec requests storage.
+func storageRequest() Check {
+	return Check{Object: func(p *field.Path, spec map[string]any) field.ErrorList {
+		resources, _ := spec["resources"].(map[string]any)
+		requests, _ := resources["requests"].(map[string]any)
+		if _, ok := requests["storage"]; !ok {
+			return field.ErrorList{field.Required(p.Child("resources").Key("storage"), "")}
+		}
+		return nil
+	}}
+}
+
+// ingressHost: a set host is a DNS subdomain, or a wildcard one, not an IP
+// address.
+func ingressHost(path string) Check {
+	return Check{Path: path, Test: func(p *field.Path, v any, _ bool) field.ErrorList {
+		host, _ := v.(string)
+		if host == "" {
+			return nil
+		}
+		var errs field.ErrorList
+		if net.ParseIP(host) != nil {
+			errs = append(errs, field.Invalid(p, host, "must be a DNS name, not an IP address"))
+		}
+		check := content.IsDNS1123Subdomain
+		if strings.Contains(host, "*") {
+			check = utilvalidation.IsWildcardDNS1123Subdomain
+		}
+		for _, msg := range check(host) {
+			errs = append(errs, field.Invalid(p, host, msg))
+		}
+		return errs
+	}}
+}
+
+// domainPrefixedPath: a set string is a domain-prefixed path
+// ("example.com/controller").
+func domainPrefixedPath(path string) Check {
+	return Check{Path: path, Test: func(p *field.Path, v any, present bool) field.ErrorList {
+		if s, _ := v.(string); s != "" {
+			return utilvalidation.IsDomainPrefixedPath(p, s)
+		}
+		return nil
+	}}
 }
