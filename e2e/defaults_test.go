@@ -16,11 +16,13 @@ import (
 // not-ready taint to new nodes (kube-apiserver's admission plugins), and a
 // transition time is the time of the create.
 var defaultsDifferences = map[string][]string{
-	"service":               {"spec.clusterIP", "spec.clusterIPs"},
-	"service-nodeport":      {"spec.clusterIP", "spec.clusterIPs", "spec.ports.0.nodePort"},
-	"persistentvolume":      {"metadata.finalizers", "status.lastPhaseTransitionTime"},
-	"persistentvolumeclaim": {"metadata.finalizers"},
-	"node":                  {"spec.taints"},
+	"service":                          {"spec.clusterIP", "spec.clusterIPs"},
+	"service-nodeport":                 {"spec.clusterIP", "spec.clusterIPs", "spec.ports.0.nodePort"},
+	"persistentvolume":                 {"metadata.finalizers", "status.lastPhaseTransitionTime"},
+	"persistentvolumeclaim":            {"metadata.finalizers"},
+	"persistentvolumeclaim-datasource": {"metadata.finalizers"},
+	"service-loadbalancer":             {"spec.clusterIP", "spec.clusterIPs", "spec.ports.0.nodePort"},
+	"node":                             {"spec.taints"},
 }
 
 // TestDefaults creates a sample of every kind (testdata/defaults) and

@@ -141,6 +141,69 @@ func defaultServiceTraffic(spec map[string]any) {
 	setIfAbsent(spec, "ipFamilies", []any{"IPv4"})
 }
 
+// defaultClusterIPs (a service spec): the cluster IPs are the cluster IP
+// given (kube-apiserver's service strategy; "None" for a headless
+// service).
+func defaultClusterIPs(spec map[string]any) {
+	if ip, _ := spec["clusterIP"].(string); ip != "" {
+		setIfAbsent(spec, "clusterIPs", []any{ip})
+	}
+}
+
+// defaultLoadBalancer (a service spec): a load balancer gets node ports.
+func defaultLoadBalancer(spec map[string]any) {
+	if spec["type"] == "LoadBalancer" {
+		setIfAbsent(spec, "allocateLoadBalancerNodePorts", true)
+	}
+}
+
+// defaultHostNetworkPorts (a pod spec): on the host's network, a
+// container's port is also its host port.
+func defaultHostNetworkPorts(spec map[string]any) {
+	if spec["hostNetwork"] != true {
+		return
+	}
+	for _, list := range []string{"containers", "initContainers"} {
+		containers, _ := spec[list].([]any)
+		for _, c := range containers {
+			container, _ := c.(map[string]any)
+			ports, _ := container["ports"].([]any)
+			for _, p := range ports {
+				port, _ := p.(map[string]any)
+				if hostPort, _ := port["hostPort"].(int64); hostPort == 0 && port["containerPort"] != nil {
+					port["hostPort"] = port["containerPort"]
+				}
+			}
+		}
+	}
+}
+
+// normalizeDataSources (a claim's spec): dataSource and dataSourceRef name
+// the same object; either given alone is copied to the other (but a
+// dataSourceRef in another namespace), as kube-apiserver's claim strategy
+// does.
+func normalizeDataSources(spec map[string]any) {
+	source, hasSource := spec["dataSource"].(map[string]any)
+	ref, hasRef := spec["dataSourceRef"].(map[string]any)
+	switch {
+	case hasSource && !hasRef:
+		spec["dataSourceRef"] = objectReference(source)
+	case hasRef && !hasSource && (ref["namespace"] == nil || ref["namespace"] == ""):
+		spec["dataSource"] = objectReference(ref)
+	}
+}
+
+// objectReference copies the group, kind and name of a reference.
+func objectReference(ref map[string]any) map[string]any {
+	out := map[string]any{}
+	for _, k := range []string{"apiGroup", "kind", "name"} {
+		if v, ok := ref[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // mergeStringData (a secret) moves stringData into data, base64-encoded,
 // over data's values, as kube-apiserver's conversion does.
 func mergeStringData(secret map[string]any) {

@@ -14,6 +14,7 @@ var probe = []Rule{
 	{Path: "successThreshold", Value: int64(1)},
 	{Path: "failureThreshold", Value: int64(3)},
 	{Path: "httpGet.scheme", Value: "HTTP"},
+	{Path: "httpGet.path", Value: "/"},
 }
 
 // container is any container of a pod spec.
@@ -25,6 +26,8 @@ var container = slices.Concat([]Rule{
 	{Path: "env[].valueFrom.fieldRef.apiVersion", Value: "v1"},
 	{Path: "lifecycle.postStart.httpGet.scheme", Value: "HTTP"},
 	{Path: "lifecycle.preStop.httpGet.scheme", Value: "HTTP"},
+	{Path: "lifecycle.postStart.httpGet.path", Value: "/"},
+	{Path: "lifecycle.preStop.httpGet.path", Value: "/"},
 }, under("livenessProbe", probe), under("readinessProbe", probe), under("startupProbe", probe))
 
 // fileMode is 0644, the default mode of files projected into volumes.
@@ -46,6 +49,7 @@ var jobPodSpec = slices.Concat([]Rule{
 	{Path: "volumes[].projected.sources[].serviceAccountToken.expirationSeconds", Value: int64(3600)},
 	{Path: "volumes[].projected.sources[].downwardAPI.items[].fieldRef.apiVersion", Value: "v1"},
 	{Path: "volumes[].hostPath.type", Value: ""},
+	{Path: "", Fn: defaultHostNetworkPorts},
 }, under("containers[]", container), under("initContainers[]", container))
 
 // podSpec is a pod's spec, also in templates other than a Job's.
@@ -103,13 +107,15 @@ var kinds = map[string][]Rule{
 		{Path: "spec.ports[].protocol", Value: "TCP"},
 		{Path: "spec.ports[]", Fn: defaultTargetPort},
 		{Path: "spec", Fn: defaultServiceTraffic},
+		{Path: "spec", Fn: defaultClusterIPs},
+		{Path: "spec", Fn: defaultLoadBalancer},
 	},
 	"/Secret": {
 		{Path: "type", Value: "Opaque"},
 		{Path: "", Fn: mergeStringData},
 	},
 	"/Endpoints":             {{Path: "subsets[].ports[].protocol", Value: "TCP"}},
-	"/PersistentVolumeClaim": under("spec", claimSpec),
+	"/PersistentVolumeClaim": slices.Concat(under("spec", claimSpec), []Rule{{Path: "spec", Fn: normalizeDataSources}}),
 	"/PersistentVolume": {
 		{Path: "spec.persistentVolumeReclaimPolicy", Value: "Retain"},
 		{Path: "spec.volumeMode", Value: "Filesystem"},
@@ -158,6 +164,7 @@ var kinds = map[string][]Rule{
 		{Path: "spec.completionMode", Value: "NonIndexed"},
 		{Path: "spec.suspend", Value: false},
 		{Path: "spec", Fn: defaultPodReplacementPolicy},
+		{Path: "spec.podFailurePolicy.rules[].onPodConditions[].status", Value: "True"},
 	}, under("spec.template.spec", jobPodSpec)),
 	"batch/CronJob": slices.Concat([]Rule{
 		{Path: "spec.concurrencyPolicy", Value: "Allow"},
