@@ -84,17 +84,25 @@ func watchcacheCommand(t *testing.T, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// etcdMember is a `watchcache etcd` process.
-type etcdMember struct {
-	args   []string
-	cmd    *exec.Cmd
-	stderr *bytes.Buffer
-	done   chan struct{} // closed once cmd has exited
+// child is a process of the test binary run as watchcache: a `watchcache
+// etcd` member or a server.
+type child struct {
+	args    []string // watchcache's arguments
+	serving string   // the start of the stdout line saying it serves
+	cmd     *exec.Cmd
+	stderr  *bytes.Buffer
+	done    chan struct{} // closed once cmd has exited
 }
 
-// start runs the member and waits for its "etcd is serving on" line.
-func (m *etcdMember) start(t *testing.T, ready chan<- error) {
-	m.cmd = watchcacheCommand(t, append([]string{"etcd"}, m.args...)...)
+// etcdMember is `watchcache etcd` with args.
+func etcdMember(args ...string) *child {
+	return &child{args: append([]string{"etcd"}, args...), serving: "etcd is serving on "}
+}
+
+// start runs the process and reports on ready once it prints its serving
+// line, or has exited before.
+func (m *child) start(t *testing.T, ready chan<- error) {
+	m.cmd = watchcacheCommand(t, m.args...)
 	m.stderr = new(bytes.Buffer)
 	m.cmd.Stderr = m.stderr
 	stdout, err := m.cmd.StdoutPipe()
@@ -109,41 +117,41 @@ func (m *etcdMember) start(t *testing.T, ready chan<- error) {
 	go func() {
 		serving := false
 		for sc := bufio.NewScanner(stdout); sc.Scan(); {
-			if !serving && strings.HasPrefix(sc.Text(), "etcd is serving on ") {
+			if !serving && strings.HasPrefix(sc.Text(), m.serving) {
 				serving = true
 				ready <- nil
 			}
 		}
 		err := m.cmd.Wait()
 		if !serving {
-			ready <- fmt.Errorf("exited before serving: %v\n%s", err, m.stderr)
+			ready <- fmt.Errorf("%s exited before serving: %v\n%s", m.args[0], err, m.stderr)
 		}
 		close(m.done)
 	}()
 }
 
-// startMembers starts the members at once (each serves only once a quorum
-// does) and waits for them.
-func startMembers(t *testing.T, members ...*etcdMember) {
+// startAll starts the processes at once (a member serves only once a
+// quorum does) and waits until each serves.
+func startAll(t *testing.T, children ...*child) {
 	t.Helper()
-	ready := make(chan error, len(members))
-	for _, m := range members {
+	ready := make(chan error, len(children))
+	for _, m := range children {
 		m.start(t, ready)
 	}
-	for range members {
+	for range children {
 		select {
 		case err := <-ready:
 			if err != nil {
 				t.Fatal(err)
 			}
 		case <-time.After(time.Minute):
-			t.Fatal("members did not serve within a minute")
+			t.Fatal("not serving within a minute")
 		}
 	}
 }
 
-// stop ends the member with sig and waits for it.
-func (m *etcdMember) stop(sig os.Signal) {
+// stop ends the process with sig and waits for it.
+func (m *child) stop(sig os.Signal) {
 	if m.cmd == nil || m.cmd.Process == nil {
 		return
 	}
@@ -167,7 +175,7 @@ func freeLoopbackPort(t *testing.T) int {
 // data dir: it rejoins and serves what it missed.
 func TestEtcdClusterSurvivesSIGKILL(t *testing.T) {
 	var initial, endpoints []string
-	members := make([]*etcdMember, 3)
+	members := make([]*child, 3)
 	for i := range members {
 		peer := fmt.Sprintf("http://127.0.0.1:%d", freeLoopbackPort(t))
 		initial = append(initial, fmt.Sprintf("m%d=%s", i, peer))
@@ -175,12 +183,12 @@ func TestEtcdClusterSurvivesSIGKILL(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for i := range members {
-		members[i] = &etcdMember{args: []string{"--name", fmt.Sprintf("m%d", i), "--data-dir", filepath.Join(dir, fmt.Sprint(i)),
+		members[i] = etcdMember("--name", fmt.Sprintf("m%d", i), "--data-dir", filepath.Join(dir, fmt.Sprint(i)),
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new", "--initial-cluster-token", "sigkill",
 			"--listen-client-urls", endpoints[i], "--etcd-client-port", "1", // --listen-client-urls wins
-			"--heartbeat-interval", "20", "--election-timeout", "200", "--unsafe-no-fsync"}}
+			"--heartbeat-interval", "20", "--election-timeout", "200", "--unsafe-no-fsync")
 	}
-	startMembers(t, members...)
+	startAll(t, members...)
 	t.Cleanup(func() {
 		// SIGKILL: members stopped at once with SIGTERM each wait seconds
 		// for the others (leadership transfer, peer streams).
@@ -236,7 +244,7 @@ func TestEtcdClusterSurvivesSIGKILL(t *testing.T) {
 		t.Fatalf("linearizable read through the other member: %v, %v", got, err)
 	}
 
-	startMembers(t, members[leader])
+	startAll(t, members[leader])
 	if got, err := client(leader).Get(ctx, "/after-kill"); err != nil || len(got.Kvs) != 1 || string(got.Kvs[0].Value) != "v" {
 		t.Fatalf("linearizable read through the restarted member: %v, %v", got, err)
 	}
