@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,6 +40,8 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/uuid"
 )
@@ -301,7 +304,7 @@ func Start(cfg Config) (_ *App, err error) {
 		}
 	}
 	namespaceStore := registry.Store(registry.Lookup("", "v1", "namespaces"))
-	if err := ensureSystemNamespaces(ctx, namespaceStore); err != nil {
+	if err := ensureSystemObjects(ctx, registry); err != nil {
 		return nil, err
 	}
 	if cfg.CompactionInterval > 0 {
@@ -531,16 +534,39 @@ func (a *App) startEmbeddedEtcd(cfg Config) (*clientv3.Client, error) {
 	return a.etcd.NewClient()
 }
 
-// ensureSystemNamespaces creates the system namespaces that do not exist.
-func ensureSystemNamespaces(ctx context.Context, namespaces storage.Interface) error {
+// ensureSystemObjects creates the system namespaces and priority classes
+// that do not exist, as kube-apiserver does at start.
+func ensureSystemObjects(ctx context.Context, registry *resource.Registry) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	type systemObject struct {
+		group, plural string
+		obj           metav1.Object
+	}
+	var objects []systemObject
 	for _, name := range server.SystemNamespaces {
-		_, err := namespaces.Create(ctx, name, []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+name+`","uid":"`+
-			string(uuid.NewUUID())+`","creationTimestamp":"`+time.Now().UTC().Format(time.RFC3339)+`","labels":{"kubernetes.io/metadata.name":"`+name+
-			`"}},"spec":{"finalizers":["kubernetes"]},"status":{"phase":"Active"}}`))
+		objects = append(objects, systemObject{"", "namespaces", &corev1.Namespace{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelMetadataName: name}},
+			Spec:       corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}},
+			Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceActive},
+		}})
+	}
+	for _, pc := range server.SystemPriorityClasses {
+		pc.Generation = 1
+		objects = append(objects, systemObject{"scheduling.k8s.io", "priorityclasses", &pc})
+	}
+	for _, o := range objects {
+		o.obj.SetUID(uuid.NewUUID())
+		o.obj.SetCreationTimestamp(metav1.Now())
+		data, err := json.Marshal(o.obj)
+		if err != nil {
+			return err
+		}
+		res := registry.Lookup(o.group, "v1", o.plural)
+		_, err = registry.Store(res).Create(ctx, res.Key("", o.obj.GetName()), data)
 		if err != nil && storage.CodeOf(err) != storage.ErrAlreadyExists {
-			return fmt.Errorf("namespace %s: %w", name, err)
+			return fmt.Errorf("%s %s: %w", o.plural, o.obj.GetName(), err)
 		}
 	}
 	return nil

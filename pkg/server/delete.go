@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/watchcache/watchcache/pkg/storage"
 	"github.com/watchcache/watchcache/pkg/strategy"
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -22,14 +25,40 @@ import (
 // kube-apiserver.
 var SystemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
 
+// SystemPriorityClasses exist from the start and may not be deleted, as in
+// kube-apiserver (a deletecollection deletes them there too).
+var SystemPriorityClasses = []schedulingv1.PriorityClass{
+	systemPriorityClass("system-node-critical", 2000001000, "Used for system critical pods that must not be moved from their current node."),
+	systemPriorityClass("system-cluster-critical", 2000000000,
+		"Used for system critical pods that must run in the cluster, but can be moved to another node if necessary."),
+}
+
+// systemPriorityClass is a system PriorityClass as kube-apiserver makes it.
+func systemPriorityClass(name string, value int32, description string) schedulingv1.PriorityClass {
+	policy := corev1.PreemptLowerPriority
+	return schedulingv1.PriorityClass{TypeMeta: metav1.TypeMeta{APIVersion: "scheduling.k8s.io/v1", Kind: "PriorityClass"},
+		ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value, Description: description, PreemptionPolicy: &policy}
+}
+
+// undeletable are the objects a delete may not remove, by "group/plural":
+// their names and kube-apiserver's reason.
+var undeletable = map[string]struct {
+	names  []string
+	reason string
+}{
+	"/namespaces": {SystemNamespaces, "this namespace may not be deleted"},
+	"scheduling.k8s.io/priorityclasses": {
+		[]string{SystemPriorityClasses[0].Name, SystemPriorityClasses[1].Name}, "this is a system priority class and cannot be deleted"},
+}
+
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
 	opts, aerr := readDeleteOptions(r)
 	if aerr != nil {
 		writeError(w, aerr, req.res, req.name)
 		return
 	}
-	if req.res == s.namespaces && slices.Contains(SystemNamespaces, req.name) {
-		writeError(w, newAPIError(http.StatusForbidden, metav1.StatusReasonForbidden, "namespaces %q is forbidden: this namespace may not be deleted", req.name), req.res, req.name)
+	if u, ok := undeletable[req.res.Group+"/"+req.res.Plural]; ok && slices.Contains(u.names, req.name) {
+		writeError(w, apierrors.NewForbidden(schema.GroupResource{Group: req.res.Group, Resource: req.res.Plural}, req.name, errors.New(u.reason)), req.res, req.name)
 		return
 	}
 	req.dryRun = opts.dryRun
