@@ -24,7 +24,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -129,32 +128,13 @@ func (w *Webhooks) Validate(ctx context.Context, req *Request) error {
 	return nil
 }
 
-// list reads the configurations of a resource, sorted by name; none for
+// list reads the configurations of a resource, in name order; none for
 // writes of the configurations themselves (which webhooks never see).
 func (w *Webhooks) list(ctx context.Context, plural string, out any, req *Request) error {
 	if req.Resource.Group == "admissionregistration.k8s.io" {
 		return nil
 	}
-	res := w.Registry.Lookup("admissionregistration.k8s.io", "v1", plural)
-	store := w.Registry.Store(res)
-	if store == nil {
-		return nil
-	}
-	list, err := store.GetList(ctx, "", storage.ListOptions{ResourceVersion: "0"})
-	if err != nil || len(list.Items) == 0 {
-		return err
-	}
-	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name() < list.Items[j].Name() })
-	var buf bytes.Buffer
-	buf.WriteByte('[')
-	for i, o := range list.Items {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.Write(o.JSON())
-	}
-	buf.WriteByte(']')
-	return json.Unmarshal(buf.Bytes(), out)
+	return listObjects(ctx, w.Registry, w.Registry.Lookup("admissionregistration.k8s.io", "v1", plural), "", out)
 }
 
 // webhook is what mutating and validating webhooks have in common.

@@ -1,9 +1,8 @@
 // Package defaults gives objects of the built-in kinds the defaults
 // kube-apiserver gives them (its generated defaulters, and, on create, the
-// defaults of its default admission plugins that every client sees: a
-// pod's priority and its not-ready/unreachable tolerations), as data: per
-// kind, a list of rules, each a path and the value a missing field there
-// gets.
+// defaults of its DefaultTolerationSeconds admission plugin: a pod's
+// not-ready/unreachable tolerations), as data: per kind, a list of rules,
+// each a path and the value a missing field there gets.
 //
 // Objects are JSON objects decoded as map[string]any with integers as
 // int64 (sigs.k8s.io/json's PreserveInts); defaults change them in place.

@@ -203,18 +203,16 @@ var kinds = map[string][]Rule{
 }
 
 // onCreate are what the kinds' strategies set on a new object after its
-// status was reset, and what kube-apiserver's default admission plugins
-// set on it (a pod's priority, by the Priority plugin, and its
-// not-ready/unreachable tolerations, by DefaultTolerationSeconds), by
-// "group/Kind". kube-apiserver sets them after recording managedFields, so
-// no manager owns them.
+// status was reset, and what kube-apiserver's DefaultTolerationSeconds
+// admission plugin sets on it (a pod's not-ready/unreachable
+// tolerations), by "group/Kind". kube-apiserver sets them after recording
+// managedFields, so no manager owns them. (The plugins that read other
+// objects, such as Priority, are in package admission.)
 var onCreate = map[string][]Rule{
 	"/Pod": {
 		{Path: "status", Value: map[string]any{}},
 		{Path: "status.phase", Value: "Pending"},
 		{Path: "", Fn: setQOSClass},
-		{Path: "spec.priority", Value: int64(0)},
-		{Path: "spec.preemptionPolicy", Value: "PreemptLowerPriority"},
 		{Path: "spec", Fn: defaultTolerations},
 	},
 	"/PersistentVolumeClaim": {
@@ -233,7 +231,8 @@ var onCreate = map[string][]Rule{
 
 // keptOnUpdate are the fields an update that lacks them keeps from the
 // stored object, by "group/Kind": a pod's priority and preemption policy,
-// as the Priority admission plugin keeps them (they are immutable).
+// which the Priority admission plugin set on create and keeps (they are
+// immutable).
 var keptOnUpdate = map[string][]string{
 	"/Pod": {"spec.priority", "spec.preemptionPolicy"},
 }

@@ -194,6 +194,15 @@ func (s *Server) mutate(ctx context.Context, req *request, op admissionv1.Operat
 	return s.webhooks.Mutate(ctx, webhookRequest(ctx, req, op, name, obj, old))
 }
 
+// validate runs the validating phase of admission on a write's object:
+// the default plugins, then the policies and webhooks.
+func (s *Server) validate(ctx context.Context, req *request, op admissionv1.Operation, name string, obj, old map[string]any) error {
+	if err := s.builtin.Validate(ctx, webhookRequest(ctx, req, op, name, obj, old)); err != nil {
+		return err
+	}
+	return s.validateByWebhooks(ctx, req, op, name, obj, old)
+}
+
 // validateByWebhooks runs the validating webhooks on a write's object.
 func (s *Server) validateByWebhooks(ctx context.Context, req *request, op admissionv1.Operation, name string, obj, old map[string]any) error {
 	if s.webhooks == nil {

@@ -78,6 +78,9 @@ type Server struct {
 	actions    map[string]Action
 	admitWrite func(ctx context.Context, res *resource.Resource, namespace string, obj []byte) error
 	webhooks   Webhooks
+	// builtin are kube-apiserver's default admission plugins that read
+	// other objects (always on, as there).
+	builtin    *admission.Builtin
 	afterWrite func(ctx context.Context, res *resource.Resource, rv uint64)
 	// sharding is the ShardedListAndWatch gate.
 	sharding bool
@@ -94,6 +97,7 @@ func New(cfg Config) *Server {
 		actions:    maps.Clone(cfg.Actions),
 		admitWrite: cfg.AdmitWrite,
 		webhooks:   cfg.Webhooks,
+		builtin:    &admission.Builtin{Registry: cfg.Registry},
 		afterWrite: cfg.AfterWrite,
 		sharding:   !cfg.DisableShardedListAndWatch,
 	}

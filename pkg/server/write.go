@@ -66,6 +66,12 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req *reque
 		// kube-apiserver records managedFields before its strategy runs.
 		obj, err := s.trackUpdate(req, nil, obj)
 		if err == nil {
+			// The default admission plugins see the name as given, and
+			// come before what the strategy sets (a pod's QoS class
+			// reflects the LimitRanger's defaults).
+			err = s.builtin.Admit(r.Context(), webhookRequest(r.Context(), req, admissionv1.Create, objectName(body), obj, nil))
+		}
+		if err == nil {
 			defaults.ApplyOnCreate(req.res.Group, req.res.Kind, obj)
 			obj, err = s.mutate(r.Context(), req, admissionv1.Create, name, obj, nil)
 		}
@@ -75,7 +81,7 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req *reque
 		}
 		data, err := encodeValid(req.res, name, obj, nil)
 		if err == nil {
-			err = s.validateByWebhooks(r.Context(), req, admissionv1.Create, name, obj, nil)
+			err = s.validate(r.Context(), req, admissionv1.Create, name, obj, nil)
 		}
 		if err == nil {
 			err = s.admit(r.Context(), req, data)
@@ -291,7 +297,7 @@ func (s *Server) prepareUpdate(ctx context.Context, obj map[string]any, req *req
 		data, err = encodeObject(req.res, obj)
 	}
 	if err == nil {
-		err = s.validateByWebhooks(ctx, req, admissionv1.Update, req.name, obj, old)
+		err = s.validate(ctx, req, admissionv1.Update, req.name, obj, old)
 	}
 	return data, err
 }

@@ -1,0 +1,135 @@
+package admission
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+
+	"github.com/watchcache/watchcache/pkg/resource"
+	"github.com/watchcache/watchcache/pkg/storage"
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Builtin runs the default admission plugins of kube-apiserver 1.37 that
+// decide from other objects, read from Registry's stores (the watch
+// cache): LimitRanger (limitranger.go), Priority (priority.go),
+// DefaultStorageClass and DefaultIngressClass (defaultclass.go). The
+// defaults of the plugins that need no other object
+// (DefaultTolerationSeconds) are in package defaults. Not here:
+// ResourceQuota, PodSecurity, RuntimeClass, the LimitRanger's
+// PersistentVolumeClaim limits and pod-level resources.
+type Builtin struct {
+	Registry *resource.Registry
+}
+
+// plugin is what one default admission plugin does to writes of one
+// resource: admit changes or refuses a new object (the mutating phase,
+// before the kind's strategy and validation), validate refuses a create
+// or an update (the validating phase, after validation, before the
+// admission policies and webhooks).
+type plugin struct {
+	resource string // "group/plural"
+	admit    func(ctx context.Context, b *Builtin, req *Request) error
+	validate func(ctx context.Context, b *Builtin, req *Request) error
+}
+
+// plugins are the plugins, in kube-apiserver's order.
+var plugins = []plugin{
+	{resource: "/pods", admit: defaultContainerResources, validate: enforceLimitRanges},      // LimitRanger
+	{resource: "/pods", admit: resolvePriority},                                              // Priority
+	{resource: "scheduling.k8s.io/priorityclasses", validate: oneGlobalDefault},              // Priority
+	{resource: "/persistentvolumeclaims", admit: defaultClassOf(storageClassDefaulting)},     // DefaultStorageClass
+	{resource: "networking.k8s.io/ingresses", admit: defaultClassOf(ingressClassDefaulting)}, // DefaultIngressClass
+}
+
+// Admit runs the plugins' mutating phase on a create, changing
+// req.Object; req.Name is the name as given (a generateName not yet
+// completed), for messages.
+func (b *Builtin) Admit(ctx context.Context, req *Request) error {
+	if req.Operation != admissionv1.Create {
+		return nil
+	}
+	return b.run(ctx, req, func(p *plugin) func(context.Context, *Builtin, *Request) error { return p.admit })
+}
+
+// Validate runs the plugins' validating phase on a create or an update.
+func (b *Builtin) Validate(ctx context.Context, req *Request) error {
+	return b.run(ctx, req, func(p *plugin) func(context.Context, *Builtin, *Request) error { return p.validate })
+}
+
+func (b *Builtin) run(ctx context.Context, req *Request, phase func(*plugin) func(context.Context, *Builtin, *Request) error) error {
+	if req.Subresource != "" {
+		return nil
+	}
+	key := req.Resource.Group + "/" + req.Resource.Plural
+	for i := range plugins {
+		if fn := phase(&plugins[i]); fn != nil && plugins[i].resource == key {
+			if err := fn(ctx, b, req); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// forbidden is a plugin's refusal of req: 403 Forbidden, "<resource>
+// "<name>" is forbidden: <err>".
+func forbidden(req *Request, err error) error {
+	return apierrors.NewForbidden(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Plural}, req.Name, err)
+}
+
+// list decodes into out (a pointer to a slice) the objects of resource
+// group/v1/plural in namespace (all: "") as the watch cache has them;
+// none if the resource is not served.
+func (b *Builtin) list(ctx context.Context, group, plural, namespace string, out any) error {
+	return listObjects(ctx, b.Registry, b.Registry.Lookup(group, "v1", plural), namespace, out)
+}
+
+// get decodes into out the object group/v1/plural named name, read from
+// the watch cache and, if it has none, consistently (an object created
+// just before is found, as kube-apiserver's lookups after an informer
+// miss find it); found is false if there is none.
+func (b *Builtin) get(ctx context.Context, group, plural, name string, out any) (found bool, err error) {
+	res := b.Registry.Lookup(group, "v1", plural)
+	store := b.Registry.Store(res)
+	if store == nil {
+		return false, nil
+	}
+	obj, err := store.Get(ctx, res.Key("", name), storage.GetOptions{ResourceVersion: "0"})
+	if storage.CodeOf(err) == storage.ErrNotFound {
+		obj, err = store.Get(ctx, res.Key("", name), storage.GetOptions{})
+	}
+	if storage.CodeOf(err) == storage.ErrNotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, json.Unmarshal(obj.JSON(), out)
+}
+
+// listObjects decodes into out (a pointer to a slice) the objects of res
+// in namespace (all: "") as the watch cache has them, in key order; none
+// if res is nil or has no store.
+func listObjects(ctx context.Context, registry *resource.Registry, res *resource.Resource, namespace string, out any) error {
+	store := registry.Store(res)
+	if res == nil || store == nil {
+		return nil
+	}
+	list, err := store.GetList(ctx, res.Scope(namespace), storage.ListOptions{ResourceVersion: "0"})
+	if err != nil || len(list.Items) == 0 {
+		return err
+	}
+	var buf bytes.Buffer
+	buf.WriteByte('[')
+	for i, o := range list.Items {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(o.JSON())
+	}
+	buf.WriteByte(']')
+	return json.Unmarshal(buf.Bytes(), out)
+}
