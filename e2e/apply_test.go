@@ -105,3 +105,28 @@ func TestCreatedPodManagedFields(t *testing.T) {
 		t.Errorf("after an update without the priority: %q", out)
 	}
 }
+
+// appliedDeployment is applied by TestAppliedDeploymentManagedFields;
+// kubeAppliedDeploymentFields is the managedFields entry kube-apiserver
+// 1.37.2 records for it: a label selector and tolerations are atomic (one
+// field each), a container's ports are keyed by port and protocol.
+const (
+	appliedDeployment = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"applied"},"spec":{"selector":{"matchLabels":{"app":"d1"}},` +
+		`"template":{"metadata":{"labels":{"app":"d1"}},"spec":{"containers":[{"name":"c","image":"nginx","ports":[{"containerPort":80}],` +
+		`"env":[{"name":"A","value":"b"}]}],"tolerations":[{"key":"k","operator":"Exists"}]}}}}`
+	kubeAppliedDeploymentFields = `{"f:spec":{"f:selector":{},"f:template":{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:containers":` +
+		`{"k:{\"name\":\"c\"}":{".":{},"f:env":{"k:{\"name\":\"A\"}":{".":{},"f:name":{},"f:value":{}}},"f:image":{},"f:name":{},` +
+		`"f:ports":{"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{}}}}},"f:tolerations":{}}}}}`
+)
+
+// TestAppliedDeploymentManagedFields: a server-side apply records the
+// fields as kube-apiserver does, by the list and map types of its OpenAPI
+// schemas (recorded from kube-apiserver, not derivable from the Go types).
+func TestAppliedDeploymentManagedFields(t *testing.T) {
+	k := newKubectl(t, "applytypes")
+	k.must("apply", "--server-side", "-f", k.file("deployment.yaml", appliedDeployment))
+	got := k.must("get", "deployment", "applied", "-o", `jsonpath={.metadata.managedFields[0].manager} {.metadata.managedFields[0].fieldsV1}`)
+	if want := "kubectl " + kubeAppliedDeploymentFields; got != want {
+		t.Errorf("managedFields of the applied deployment:\n%s\nwant (kube-apiserver's)\n%s", got, want)
+	}
+}

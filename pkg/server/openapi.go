@@ -80,7 +80,7 @@ type groupVersionDoc struct {
 
 func newGroupVersionDoc(members []*resource.Resource) *groupVersionDoc {
 	d := &groupVersionDoc{members: members}
-	d.doc = sync.OnceValue(func() *openAPIDoc { return newOpenAPIDoc(groupVersionDocument(members)) })
+	d.doc = sync.OnceValue(func() *openAPIDoc { return newOpenAPIDoc(groupVersionDocument(members, openAPIFacts())) })
 	d.typed = apply.NewTypeConverter(func() []byte { return d.doc().body })
 	return d
 }
@@ -104,10 +104,7 @@ func buildOpenAPI(reg *resource.Registry, prev *openAPIDocs) *openAPIDocs {
 	typed := map[schema.GroupVersion]apply.TypeConverter{}
 	for _, res := range reg.All() {
 		docs.of[res] = true
-		key := "api/" + res.Version
-		if res.Group != "" {
-			key = "apis/" + res.Group + "/" + res.Version
-		}
+		key := openAPIKey(res)
 		if docs.gv[key] != nil {
 			continue
 		}
@@ -132,6 +129,15 @@ func buildOpenAPI(reg *resource.Registry, prev *openAPIDocs) *openAPIDocs {
 	docs.v2 = sync.OnceValues(func() (*swaggerDocs, error) { return buildSwagger(docs.gv) })
 	docs.fields = apply.New(typed)
 	return docs
+}
+
+// openAPIKey is the key of the document of a resource's group version in
+// /openapi/v3: "api/v1", "apis/apps/v1".
+func openAPIKey(res *resource.Resource) string {
+	if res.Group == "" {
+		return "api/" + res.Version
+	}
+	return "apis/" + res.Group + "/" + res.Version
 }
 
 // groupVersion is the document of key in docs (nil if none, or no docs).
@@ -203,9 +209,10 @@ func acceptsJSON(accept string) bool {
 	return false
 }
 
-// groupVersionDocument is the OpenAPI v3 document of one group version.
-func groupVersionDocument(resources []*resource.Resource) map[string]any {
-	sg := schemaGen{schemas: map[string]map[string]any{}}
+// groupVersionDocument is the OpenAPI v3 document of one group version,
+// with facts laid over its components.
+func groupVersionDocument(resources []*resource.Resource, facts map[string]map[string]any) map[string]any {
+	sg := schemaGen{schemas: map[string]map[string]any{}, facts: facts}
 	sg.ref(reflect.TypeFor[metav1.ObjectMeta]())
 	sg.ref(reflect.TypeFor[metav1.ListMeta]())
 	// As in kube-apiserver's scheme, Status is a kind of v1, delete options

@@ -27,14 +27,17 @@ import (
 // apiextensions-apiserver's generated OpenAPI definitions. Those also give
 // their types' required fields; the others' are those not omitempty, as
 // kube-openapi's generator has them unless the comments' +optional or
-// +required markers say otherwise (36 of the 409 types served differ from
-// kube-apiserver 1.37's). Enums, defaults and list types, which only the
-// markers give, are not known.
+// +required markers say otherwise. What only the markers give (enums,
+// defaults, list and map types, those required fields) and the full
+// descriptions are laid over the reflected schemas from the facts
+// recorded from kube-apiserver (see openapi_facts.go).
 
 // schemaGen reflects Go types into OpenAPI v3 schemas, one component per
 // struct type.
 type schemaGen struct {
 	schemas map[string]map[string]any
+	// facts are laid over each component by name (nil: none).
+	facts map[string]map[string]any
 }
 
 // ref makes sure a struct type has its component and returns its name.
@@ -60,6 +63,7 @@ func (sg *schemaGen) ref(t reflect.Type) string {
 	if d := docs[""]; d != "" {
 		s["description"] = d
 	}
+	overlayFacts(s, sg.facts[name])
 	sg.schemas[name] = s
 	return name
 }
@@ -99,17 +103,22 @@ func (sg *schemaGen) addFields(props map[string]any, t reflect.Type, docs map[st
 		if v := f.Tag.Get("patchMergeKey"); v != "" {
 			s["x-kubernetes-patch-merge-key"] = v
 		}
-		if ref, ok := s["$ref"]; ok && len(s) > 1 {
-			// Siblings of a $ref are ignored: wrap it, as kube-apiserver does.
-			delete(s, "$ref")
-			s["allOf"] = []any{map[string]any{"$ref": ref}}
-		}
+		wrapRef(s)
 		props[name] = s
 		if !strings.Contains(opts, "omitempty") {
 			required = append(required, name)
 		}
 	}
 	return required
+}
+
+// wrapRef wraps the $ref of a property schema that has other keys beside
+// it in allOf, as kube-apiserver does: siblings of a $ref are ignored.
+func wrapRef(s map[string]any) {
+	if ref, ok := s["$ref"]; ok && len(s) > 1 {
+		delete(s, "$ref")
+		s["allOf"] = []any{map[string]any{"$ref": ref}}
+	}
 }
 
 // schema is the (new, modifiable) schema of a value of type t.

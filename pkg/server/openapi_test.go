@@ -175,7 +175,7 @@ func TestOpenAPIDescriptions(t *testing.T) {
 	}{
 		{apps, "io.k8s.api.apps.v1.DeploymentStrategy", "", appsv1.DeploymentStrategy{}.SwaggerDoc()[""]},
 		{apps, "io.k8s.api.apps.v1.DeploymentSpec", "strategy", appsv1.DeploymentSpec{}.SwaggerDoc()["strategy"]},
-		{apps, "io.k8s.api.apps.v1.DeploymentStrategy", "type", appsv1.DeploymentStrategy{}.SwaggerDoc()["type"]},
+		{apps, "io.k8s.api.apps.v1.DeploymentStrategy", "rollingUpdate", appsv1.DeploymentStrategy{}.SwaggerDoc()["rollingUpdate"]},
 		{apps, "io.k8s.api.apps.v1.DeploymentList", "", appsv1.DeploymentList{}.SwaggerDoc()[""]},
 		{apps, "io.k8s.api.apps.v1.DeploymentList", "items", appsv1.DeploymentList{}.SwaggerDoc()["items"]},
 		{apps, "io.k8s.api.apps.v1.Deployment", "apiVersion", metav1.TypeMeta{}.SwaggerDoc()["apiVersion"]},
@@ -235,6 +235,95 @@ func TestOpenAPIDescriptions(t *testing.T) {
 	widgets := openAPIComponents(t, s, "apis/example.com/v1")
 	if d := prop(widgets, "com.example.v1.Widget", "metadata")["description"]; d != (metav1.PartialObjectMetadata{}).SwaggerDoc()["metadata"] {
 		t.Errorf("Widget.metadata: description %q", d)
+	}
+}
+
+// TestOpenAPIFacts checks that the facts recorded from kube-apiserver
+// are laid over the reflected schemas: enums with the list of their values
+// in the description, required fields as kube-apiserver's (none where
+// the Go type's tags would say some), defaults (beside a reference, which
+// is then wrapped in allOf), list and map types, full descriptions where
+// SwaggerDoc's stop at a markdown table.
+func TestOpenAPIFacts(t *testing.T) {
+	s, _ := openAPITestServer(t)
+	apps, core := openAPIComponents(t, s, "apis/apps/v1"), openAPIComponents(t, s, "api/v1")
+	scheduling := openAPIComponents(t, s, "apis/scheduling.k8s.io/v1")
+	prop := func(schemas map[string]map[string]any, schema, field string) map[string]any {
+		t.Helper()
+		p, _ := schemas[schema]["properties"].(map[string]any)[field].(map[string]any)
+		if p == nil {
+			t.Fatalf("%s has no property %s", schema, field)
+		}
+		return p
+	}
+
+	strategyType := prop(apps, "io.k8s.api.apps.v1.DeploymentStrategy", "type")
+	if enum := strategyType["enum"]; !reflect.DeepEqual(enum, []any{"Recreate", "RollingUpdate"}) {
+		t.Errorf("DeploymentStrategy.type: enum %v", enum)
+	}
+	if d, _ := strategyType["description"].(string); !strings.HasPrefix(d, appsv1.DeploymentStrategy{}.SwaggerDoc()["type"]+"\n\nPossible enum values:\n - `\"Recreate\"` Kill all") {
+		t.Errorf("DeploymentStrategy.type: description %q", d)
+	}
+	if _, ok := scheduling["io.k8s.api.scheduling.v1.PriorityClass"]["required"]; ok {
+		t.Errorf("PriorityClass: required %v, kube-apiserver's has none", scheduling["io.k8s.api.scheduling.v1.PriorityClass"]["required"])
+	}
+	if v := prop(scheduling, "io.k8s.api.scheduling.v1.PriorityClass", "value")["default"]; v != 0.0 {
+		t.Errorf("PriorityClass.value: default %v", v)
+	}
+	if got := apps["io.k8s.api.apps.v1.StatefulSetSpec"]["required"]; !reflect.DeepEqual(got, []any{"selector", "template"}) {
+		t.Errorf("StatefulSetSpec: required %v", got)
+	}
+	strategy := prop(apps, "io.k8s.api.apps.v1.DeploymentSpec", "strategy")
+	if !reflect.DeepEqual(strategy["default"], map[string]any{}) || strategy["allOf"] == nil || strategy["$ref"] != nil {
+		t.Errorf("DeploymentSpec.strategy = %v", strategy)
+	}
+	if p := prop(apps, "io.k8s.api.apps.v1.DeploymentSpec", "selector"); p["default"] != nil || p["allOf"] == nil {
+		t.Errorf("DeploymentSpec.selector = %v", p)
+	}
+	containers := prop(core, "io.k8s.api.core.v1.PodSpec", "containers")
+	if containers["x-kubernetes-list-type"] != "map" || !reflect.DeepEqual(containers["x-kubernetes-list-map-keys"], []any{"name"}) {
+		t.Errorf("PodSpec.containers = %v", containers)
+	}
+	if lt := prop(core, "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "finalizers")["x-kubernetes-list-type"]; lt != "set" {
+		t.Errorf("ObjectMeta.finalizers: list type %v", lt)
+	}
+	if mt := core["io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"]["x-kubernetes-map-type"]; mt != "atomic" {
+		t.Errorf("LabelSelector: map type %v", mt)
+	}
+	if items := prop(core, "io.k8s.api.core.v1.PersistentVolumeClaimSpec", "accessModes")["items"]; !reflect.DeepEqual(items,
+		map[string]any{"type": "string", "enum": []any{"ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"}}) {
+		t.Errorf("PersistentVolumeClaimSpec.accessModes.items = %v", items)
+	}
+	maxSkew, _ := prop(core, "io.k8s.api.core.v1.TopologySpreadConstraint", "maxSkew")["description"].(string)
+	if short := (corev1.TopologySpreadConstraint{}).SwaggerDoc()["maxSkew"]; !strings.HasPrefix(maxSkew, short) || !strings.Contains(maxSkew, "| zone1 | zone2 | zone3 |") {
+		t.Errorf("TopologySpreadConstraint.maxSkew: description %q", maxSkew)
+	}
+}
+
+// TestOverlayFacts checks how facts are laid over a schema: values set or
+// replaced, null removing a key, subschemas' facts going into them, a
+// property's reference wrapped when it gets siblings, facts of properties
+// the schema has not ignored.
+func TestOverlayFacts(t *testing.T) {
+	s := map[string]any{"type": "object", "required": []any{"a"}, "properties": map[string]any{
+		"a": map[string]any{"$ref": "#/components/schemas/A"},
+		"b": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "short"},
+	}}
+	var facts map[string]any
+	if err := json.Unmarshal([]byte(`{"required": null, "x-kubernetes-map-type": "atomic", "properties": {
+		"a": {"default": {}},
+		"b": {"description": "long", "x-kubernetes-list-type": "set", "items": {"enum": ["x", "y"]}},
+		"c": {"default": ""}}}`), &facts); err != nil {
+		t.Fatal(err)
+	}
+	overlayFacts(s, facts)
+	want := map[string]any{"type": "object", "x-kubernetes-map-type": "atomic", "properties": map[string]any{
+		"a": map[string]any{"allOf": []any{map[string]any{"$ref": "#/components/schemas/A"}}, "default": map[string]any{}},
+		"b": map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": []any{"x", "y"}},
+			"description": "long", "x-kubernetes-list-type": "set"},
+	}}
+	if !reflect.DeepEqual(s, want) {
+		t.Errorf("overlaid:\n%v\nwant\n%v", s, want)
 	}
 }
 

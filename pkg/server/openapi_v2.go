@@ -21,8 +21,9 @@ import (
 // components become definitions, a kind's x-kubernetes-group-version-kind
 // lists merged; request bodies become body parameters, content types
 // consumes and produces. v2 has a reference's siblings beside it, where v3
-// wraps it in allOf, and no oneOf: a value of several types one of which is
-// a string (quantities, int-or-strings) is a string, as kube-apiserver's.
+// wraps it in allOf; no defaults, as kube-apiserver's; and no oneOf: a
+// value of several types one of which is a string (quantities,
+// int-or-strings) is a string, as kube-apiserver's.
 // It is served in JSON or in the protobuf form of gnostic's
 // openapi_v2.Document, which client-go's OpenAPISchema asks for; both have
 // the JSON's hash as their ETag.
@@ -135,8 +136,8 @@ func swaggerSchema(s map[string]any) map[string]any {
 			if slices.ContainsFunc(alternatives, func(a any) bool { return asMap(a)["type"] == "string" }) {
 				out["type"] = "string"
 			}
-		case "anyOf", "not", "nullable":
-			// Not in v2.
+		case "anyOf", "not", "nullable", "default":
+			// Not in v2 (kube-apiserver's v2 has no defaults).
 		default:
 			out[k] = v
 		}
