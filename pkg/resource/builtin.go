@@ -43,7 +43,11 @@ var all = []string{"all"}
 // selectable fields.
 func Builtins() []*Resource {
 	rs := []*Resource{
+		// Namespaces are not deleted by collection: deletecollection would
+		// bypass the protection of the system namespaces (405, as in
+		// kube-apiserver).
 		{Version: "v1", Kind: "Namespace", Plural: "namespaces", Singular: "namespace", ShortNames: []string{"ns"},
+			Verbs:            []string{"create", "delete", "get", "list", "patch", "update", "watch"},
 			SelectableFields: []string{"status.phase"}, Status: true, Finalize: true, StrategicMergeType: corev1.Namespace{}},
 		{Version: "v1", Kind: "Node", Plural: "nodes", Singular: "node", ShortNames: []string{"no"},
 			SelectableFields: []string{"spec.unschedulable"}, Status: true, StrategicMergeType: corev1.Node{}},

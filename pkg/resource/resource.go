@@ -33,6 +33,11 @@ type Resource struct {
 	// IndexedFields are the selectable fields the watch cache indexes.
 	IndexedFields []string `json:"indexedFields,omitempty"`
 
+	// Verbs are the verbs the resource serves, as its discovery lists
+	// them; Complete sets AllVerbs (create alone for a CreateOnly
+	// resource) if none are given. A request of another verb is refused
+	// with 405 MethodNotAllowed.
+	Verbs []string `json:"-"`
 	// CreateOnly marks a resource that is never stored: a POST of it is
 	// answered by an action (the reviews of authorization.k8s.io and
 	// authentication.k8s.io). It has no store and no other verb.
@@ -107,6 +112,13 @@ type Resource struct {
 	// need not contain a dot.
 	builtin bool
 }
+
+// AllVerbs are the verbs of a stored resource served in full, sorted as
+// discovery lists them.
+var AllVerbs = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+// Allows reports whether the resource serves verb.
+func (r *Resource) Allows(verb string) bool { return slices.Contains(r.Verbs, verb) }
 
 // ScalePaths are where a custom resource keeps what its Scale shows: the
 // desired and current replicas and, optionally, its pods' label selector
@@ -224,6 +236,17 @@ func (r *Resource) Complete() error {
 	}
 	if r.Singular == "" {
 		r.Singular = strings.ToLower(r.Kind)
+	}
+	if r.Verbs == nil {
+		r.Verbs = AllVerbs
+		if r.CreateOnly {
+			r.Verbs = []string{"create"}
+		}
+	}
+	for _, v := range r.Verbs {
+		if !slices.Contains(AllVerbs, v) {
+			return fmt.Errorf("verb %q is not one of %v", v, AllVerbs)
+		}
 	}
 	for _, s := range r.ShortNames {
 		if !dnsLabel.MatchString(s) {

@@ -75,3 +75,33 @@ func TestRegistryRefuses(t *testing.T) {
 		t.Error("duplicate plural accepted")
 	}
 }
+
+// Every resource serves all verbs unless its row says otherwise: reviews
+// only create, and namespaces are never deleted by collection (which would
+// bypass the protection of the system namespaces), as in kube-apiserver.
+func TestVerbs(t *testing.T) {
+	reg, err := NewRegistry(Builtins()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		group, plural string
+		verb          string
+		want          bool
+	}{
+		{"", "namespaces", "deletecollection", false},
+		{"", "namespaces", "delete", true},
+		{"", "namespaces", "list", true},
+		{"", "configmaps", "deletecollection", true},
+		{"authorization.k8s.io", "selfsubjectaccessreviews", "create", true},
+		{"authorization.k8s.io", "selfsubjectaccessreviews", "get", false},
+	} {
+		if got := reg.Lookup(tc.group, "v1", tc.plural).Allows(tc.verb); got != tc.want {
+			t.Errorf("%s %s allowed: %v, want %v", tc.plural, tc.verb, got, tc.want)
+		}
+	}
+	bad := &Resource{Group: "example.com", Version: "v1", Kind: "Widget", Plural: "widgets", Verbs: []string{"connect"}}
+	if err := bad.Complete(); err == nil {
+		t.Error("an unknown verb is accepted")
+	}
+}

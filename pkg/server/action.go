@@ -41,7 +41,7 @@ func ActionKey(res *resource.Resource, subresource string) string {
 func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, req *request) {
 	action := s.actions[ActionKey(req.res, req.subresource)]
 	if req.verb != "create" || action == nil {
-		writeError(w, newAPIError(http.StatusMethodNotAllowed, "MethodNotAllowed", "the server does not allow this method on the requested resource"), req.res, req.name)
+		writeError(w, methodNotAllowed(), req.res, req.name)
 		return
 	}
 	kind := req.res.Kind

@@ -26,9 +26,6 @@ func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, &Version)
 }
 
-// resourceVerbs are the verbs every resource supports.
-var resourceVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
-
 // subresourceVerbs are the verbs of /status and /scale.
 var subresourceVerbs = metav1.Verbs{"get", "patch", "update"}
 
@@ -122,16 +119,12 @@ func (s *Server) resourceList(groupVersion string) *metav1.APIResourceList {
 }
 
 func apiResource(res *resource.Resource) metav1.APIResource {
-	verbs := resourceVerbs
-	if !res.Stored() {
-		verbs = createVerb
-	}
 	return metav1.APIResource{
 		Name:         res.Plural,
 		SingularName: res.Singular,
 		Namespaced:   res.Namespaced,
 		Kind:         res.Kind,
-		Verbs:        verbs,
+		Verbs:        res.Verbs,
 		ShortNames:   res.ShortNames,
 		Categories:   res.Categories,
 	}

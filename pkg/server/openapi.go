@@ -418,11 +418,14 @@ func addResourcePaths(paths map[string]any, sg *schemaGen, res *resource.Resourc
 			"get": op("watchlist", "watch"+gvName+kind+"ListForAllNamespaces", listQueryParams, "200", event, watchTypes)}
 	}
 	itemParams := append([]any{pathParam("name")}, scopeParams...)
-	paths[collection] = map[string]any{"parameters": scopeParams,
-		"get":    op("list", "list"+gvName+nsKind, listQueryParams, "200", list, jsonTypes),
-		"post":   withBody(op("post", "create"+gvName+nsKind, validationParams, "201", object, jsonTypes), object, jsonTypes),
-		"delete": op("deletecollection", "delete"+gvName+"Collection"+nsKind, listQueryParams, "200", list, jsonTypes),
+	collectionOps := map[string]any{"parameters": scopeParams,
+		"get":  op("list", "list"+gvName+nsKind, listQueryParams, "200", list, jsonTypes),
+		"post": withBody(op("post", "create"+gvName+nsKind, validationParams, "201", object, jsonTypes), object, jsonTypes),
 	}
+	if res.Allows("deletecollection") {
+		collectionOps["delete"] = op("deletecollection", "delete"+gvName+"Collection"+nsKind, listQueryParams, "200", list, jsonTypes)
+	}
+	paths[collection] = collectionOps
 	paths[collection+"/{name}"] = map[string]any{"parameters": itemParams,
 		"get":    op("get", "read"+gvName+nsKind, getParams, "200", object, jsonTypes),
 		"put":    withBody(op("put", "replace"+gvName+nsKind, validationParams, "200", object, jsonTypes), object, jsonTypes),

@@ -135,6 +135,14 @@ func TestOpenAPIV3(t *testing.T) {
 	if containers["x-kubernetes-patch-strategy"] != "merge" || containers["x-kubernetes-patch-merge-key"] != "name" {
 		t.Errorf("PodSpec.containers = %v", containers)
 	}
+	// A verb a resource does not serve has no operation: namespaces are
+	// not deleted by collection.
+	if ops := docs["api/v1"].Paths["/api/v1/namespaces"]; ops["delete"] != nil || ops["get"] == nil {
+		t.Errorf("/api/v1/namespaces: delete %s, get %s", ops["delete"], ops["get"])
+	}
+	if ops := docs["api/v1"].Paths["/api/v1/namespaces/{namespace}/configmaps"]; ops["delete"] == nil {
+		t.Error("/api/v1/namespaces/{namespace}/configmaps has no delete")
+	}
 	if w := openAPIGet(t, s, "/openapi/v3/apis/nope/v1"); w.Code != http.StatusNotFound {
 		t.Errorf("unknown group version: %d", w.Code)
 	}

@@ -58,7 +58,7 @@ func (s *Server) parseResourcePath(r *http.Request) (*request, *apiError) {
 		return nil, notFoundPath()
 	}
 	if req.verb == "" {
-		return nil, newAPIError(http.StatusMethodNotAllowed, "MethodNotAllowed", "method %s is not allowed", r.Method)
+		return nil, methodNotAllowed()
 	}
 	watchParam := isTrue(r.URL.Query().Get("watch"))
 	if (info.WatchPath || watchParam) && r.Method != http.MethodGet {
@@ -67,11 +67,10 @@ func (s *Server) parseResourcePath(r *http.Request) (*request, *apiError) {
 	if watchParam {
 		req.verb = "watch" // also on a named GET, which watches that object
 	}
-	if req.verb == "create" && (req.name != "" && req.subresource == "" || req.res.Namespaced && req.namespace == "") {
-		return nil, newAPIError(http.StatusMethodNotAllowed, "MethodNotAllowed", "POST is not allowed on this path: create in a namespace's collection")
-	}
-	if (req.verb == "update" || req.verb == "patch") && req.name == "" {
-		return nil, newAPIError(http.StatusMethodNotAllowed, "MethodNotAllowed", "%s needs an object name in the path", r.Method)
+	if req.verb == "create" && (req.name != "" && req.subresource == "" || req.res.Namespaced && req.namespace == "") ||
+		(req.verb == "update" || req.verb == "patch") && req.name == "" ||
+		req.subresource == "" && !req.res.Allows(req.verb) {
+		return nil, methodNotAllowed()
 	}
 	return req, nil
 }

@@ -37,8 +37,20 @@ func badRequest(format string, args ...any) *apiError {
 	return newAPIError(http.StatusBadRequest, metav1.StatusReasonBadRequest, format, args...)
 }
 
+// notFoundPath is kube-apiserver's answer for a path it does not serve.
 func notFoundPath() *apiError {
-	return newAPIError(http.StatusNotFound, metav1.StatusReasonNotFound, "the server could not find the requested resource")
+	e := newAPIError(http.StatusNotFound, metav1.StatusReasonNotFound, "the server could not find the requested resource")
+	e.status.Details = &metav1.StatusDetails{}
+	return e
+}
+
+// methodNotAllowed is kube-apiserver's answer for a verb a path does not
+// serve (a deletecollection of namespaces, a PUT of a collection, a GET
+// of a review).
+func methodNotAllowed() *apiError {
+	e := newAPIError(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "the server does not allow this method on the requested resource")
+	e.status.Details = &metav1.StatusDetails{}
+	return e
 }
 
 // invalid is a 422 about one field of an object, as kube-apiserver words it.

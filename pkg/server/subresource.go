@@ -25,7 +25,7 @@ func (s *Server) serveStoredSubresource(w http.ResponseWriter, r *http.Request, 
 	switch {
 	case req.verb != "get" && req.verb != "update" && req.verb != "patch",
 		req.subresource == "finalize" && req.verb != "update":
-		writeError(w, newAPIError(http.StatusMethodNotAllowed, "MethodNotAllowed", "the server does not allow this method on the requested resource"), req.res, req.name)
+		writeError(w, methodNotAllowed(), req.res, req.name)
 	case req.subresource == "status" && req.verb == "get":
 		s.get(w, r, req, store)
 	case req.subresource != "scale" && req.verb == "update":
