@@ -3,6 +3,9 @@ package e2e
 import (
 	"encoding/json"
 	"net/http"
+	"os"
+	"reflect"
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,6 +43,40 @@ func TestNamespacesNoDeleteCollection(t *testing.T) {
 			if data, _ := json.Marshal(r.Verbs); string(data) != `["create","delete","get","list","patch","update","watch"]` {
 				t.Errorf("namespaces' verbs: %s", data)
 			}
+		}
+	}
+}
+
+// TestDiscoveryMatchesKubeAPIServer compares the discovery documents of the
+// built-in groups with kube-apiserver 1.37's, byte for byte as JSON values:
+// names, verbs, short names, categories, storageVersionHash, subresources
+// and their order. testdata/discovery.json holds the reference's
+// /apis, /apis/<group>, /api/v1 and /apis/<group>/<version> for the groups
+// watchcache serves, each list without what watchcache does not serve
+// (other groups; componentstatuses, pods/exec, pods/log, ... in /api/v1;
+// CSI and IP address kinds).
+func TestDiscoveryMatchesKubeAPIServer(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile("testdata/discovery.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]map[string]any
+	if err := json.Unmarshal(data, &want); err != nil {
+		t.Fatal(err)
+	}
+	for path, doc := range want {
+		var got map[string]any
+		htJSON(t, "GET", path, nil, http.StatusOK, &got)
+		if path == "/apis" {
+			// Other tests add groups of custom resources.
+			groups, _ := got["groups"].([]any)
+			got["groups"] = slices.DeleteFunc(groups, func(g any) bool { return want["/apis/"+g.(map[string]any)["name"].(string)] == nil })
+		}
+		if !reflect.DeepEqual(got, doc) {
+			g, _ := json.MarshalIndent(got, "", " ")
+			w, _ := json.MarshalIndent(doc, "", " ")
+			t.Errorf("%s:\n%s\nwant\n%s", path, g, w)
 		}
 	}
 }

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -195,10 +197,57 @@ func TestPodBinding(t *testing.T) {
 		len(pod.Status.Conditions) != 1 || pod.Status.Conditions[0].Type != corev1.PodScheduled || pod.Status.Conditions[0].Status != corev1.ConditionTrue {
 		t.Fatalf("bound pod: %+v, %v", pod, err)
 	}
-	if err := pods.Bind(ctx, binding, metav1.CreateOptions{}); !apierrors.IsConflict(err) || !strings.Contains(err.Error(), `pod p is already assigned to node "node-1"`) {
+	if err := pods.Bind(ctx, binding, metav1.CreateOptions{}); !apierrors.IsConflict(err) ||
+		err.Error() != `Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to node "node-1"` {
 		t.Errorf("second bind: %v, want Conflict", err)
 	}
-	if err := pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "p"}}, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
-		t.Errorf("bind without a target: %v, want Invalid", err)
+	// As kube-apiserver, which returns the validation errors as they are:
+	// a 500 without a reason.
+	err = pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Target: corev1.ObjectReference{Kind: "Pod"}}, metav1.CreateOptions{})
+	if st := (apierrors.APIStatus)(nil); !errors.As(err, &st) || st.Status().Code != 500 || st.Status().Reason != "" ||
+		st.Status().Message != `[target.kind: Unsupported value: "Pod": supported values: "Node", "<empty>", target.name: Required value]` {
+		t.Errorf("bind without a target: %v, want 500", err)
+	}
+}
+
+// TestBindings: the bindings resource binds the pod its Binding names, as
+// pods/binding does, with kube-apiserver's errors.
+func TestBindings(t *testing.T) {
+	t.Parallel()
+	ns := htNamespace(t, "bindings")
+	htJSON(t, "POST", "/api/v1/namespaces/"+ns+"/pods", map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p"},
+		"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "busybox"}}}}, http.StatusCreated, nil)
+	bindings := "/api/v1/namespaces/" + ns + "/bindings"
+	binding := func(name, node string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Binding", "metadata": map[string]any{"name": name}, "target": map[string]any{"name": node}}
+	}
+	var st metav1.Status
+	htJSON(t, "POST", bindings, binding("p", "node-1"), http.StatusCreated, &st)
+	if st.Status != metav1.StatusSuccess || st.Code != http.StatusCreated {
+		t.Errorf("bind: %+v", st)
+	}
+	var pod corev1.Pod
+	htJSON(t, "GET", "/api/v1/namespaces/"+ns+"/pods/p", nil, http.StatusOK, &pod)
+	if pod.Spec.NodeName != "node-1" {
+		t.Errorf("bound pod's node: %q", pod.Spec.NodeName)
+	}
+	for _, tc := range []struct {
+		body    map[string]any
+		code    int
+		message string
+	}{
+		{binding("p", "node-2"), http.StatusConflict, `Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to node "node-1"`},
+		{binding("nope", "node-1"), http.StatusNotFound, `pods "nope" not found`},
+		{binding("", "node-1"), http.StatusBadRequest, "Name parameter required."},
+	} {
+		var st metav1.Status
+		htJSON(t, "POST", bindings, tc.body, tc.code, &st)
+		if st.Message != tc.message {
+			t.Errorf("%v: %q, want %q", tc.body, st.Message, tc.message)
+		}
+	}
+	resp, data := htDo(t, "GET", bindings, "", nil)
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET %s: %d %s, want 405", bindings, resp.StatusCode, data)
 	}
 }

@@ -34,7 +34,7 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*resource.Resou
 			Group: crd.Spec.Group, Version: v.Name, Kind: names.Kind, Plural: names.Plural, Singular: names.Singular,
 			ShortNames: names.ShortNames, Categories: names.Categories,
 			Namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
-			Generation: true, Definition: crd.Name, PrinterColumns: v.AdditionalPrinterColumns, NotServed: !v.Served,
+			Verbs:      customResourceVerbs, Generation: true, Definition: crd.Name, PrinterColumns: v.AdditionalPrinterColumns, NotServed: !v.Served,
 			Terminating: crd.DeletionTimestamp != nil,
 		}
 		if v.Deprecated {
@@ -75,6 +75,10 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*resource.Resou
 	}
 	return out, nil
 }
+
+// customResourceVerbs are a custom resource's verbs, in the order
+// apiextensions-apiserver's discovery lists them.
+var customResourceVerbs = []string{"delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"}
 
 // StorageVersion is the name of crd's storage version; "" if none.
 func StorageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {

@@ -88,6 +88,12 @@ type Resource struct {
 	// on its own.
 	StoredWith *GroupResource `json:"-"`
 
+	// ReportedStorageVersion, if set, is the version kube-apiserver stores
+	// the kind in where that is not the served one, as discovery's
+	// storageVersionHash tells it: CustomResourceDefinitions are stored as
+	// v1beta1 there (here as v1), and clients compare the hash.
+	ReportedStorageVersion string `json:"-"`
+
 	// Definition is the name of the CustomResourceDefinition that defines a
 	// custom resource served through the API ("" for the others).
 	Definition string `json:"-"`

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
@@ -22,27 +23,46 @@ import (
 // to a node.
 const bindingSubresource = "binding"
 
-// bind answers a POST of pods/binding as kube-apiserver's binding storage
-// does: a pod not yet assigned and not being deleted gets the Binding's
-// target node as spec.nodeName, the Binding's annotations, and the
-// PodScheduled condition; the answer is a Success Status (201).
+// bind answers a POST of pods/binding, or of the bindings resource (the
+// pod named by the Binding), as kube-apiserver's binding storage does: a
+// pod not yet assigned and not being deleted gets the Binding's target
+// node as spec.nodeName, the Binding's annotations, and the PodScheduled
+// condition; the Binding's uid and resourceVersion, if set, are
+// preconditions. The answer is a Success Status (201).
 func (s *Server) bind(ctx context.Context, req ActionRequest) (any, error) {
 	var b corev1.Binding
 	if err := json.Unmarshal(req.Body, &b); err != nil {
-		return nil, badRequest("the request body is not a valid Binding: %v", err)
+		return nil, cannotHandle("Binding", "v1", "Binding", err)
 	}
-	if b.Name != "" && b.Name != req.Name {
-		return nil, badRequest("name in the Binding (%s) does not match the pod's (%s)", b.Name, req.Name)
+	switch {
+	case req.Name == "" && b.Name == "":
+		return nil, badRequest("Name parameter required.")
+	case req.Name != "" && b.Name != req.Name:
+		return nil, badRequest("name in URL does not match name in Binding object")
+	case b.Namespace != "" && b.Namespace != req.Namespace:
+		return nil, badRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
 	var errs field.ErrorList
-	if b.Target.Name == "" {
-		errs = append(errs, field.Required(field.NewPath("target", "name"), ""))
-	}
 	if b.Target.Kind != "" && b.Target.Kind != "Node" {
 		errs = append(errs, field.NotSupported(field.NewPath("target", "kind"), b.Target.Kind, []string{"Node", "<empty>"}))
 	}
+	if b.Target.Name == "" {
+		errs = append(errs, field.Required(field.NewPath("target", "name"), ""))
+	}
 	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, req.Name, errs)
+		// kube-apiserver returns the errors as they are, not as an
+		// Invalid Status: a 500 without a reason.
+		return nil, newAPIError(http.StatusInternalServerError, "", "%s", errs.ToAggregate())
+	}
+	var pre *storage.Preconditions
+	if b.UID != "" || b.ResourceVersion != "" {
+		pre = &storage.Preconditions{}
+		if uid := string(b.UID); uid != "" {
+			pre.UID = &uid
+		}
+		if rv := b.ResourceVersion; rv != "" {
+			pre.ResourceVersion = &rv
+		}
 	}
 	pods := s.registry.Lookup("", "v1", "pods")
 	store := s.registry.Store(pods)
@@ -50,9 +70,9 @@ func (s *Server) bind(ctx context.Context, req ActionRequest) (any, error) {
 		store = storage.DryRun(store)
 	}
 	now := time.Now().UTC().Format(time.RFC3339)
-	_, err := store.GuaranteedUpdate(ctx, pods.Key(req.Namespace, req.Name), nil, func(cur *object.Object) ([]byte, error) {
+	_, err := store.GuaranteedUpdate(ctx, pods.Key(req.Namespace, b.Name), pre, func(cur *object.Object) ([]byte, error) {
 		if lifecycle.BeingDeleted(cur) {
-			return nil, storage.NewError(storage.ErrConflict, cur.Key(), "pod %s is being deleted, cannot be assigned to a host", req.Name)
+			return nil, storage.NewError(storage.ErrConflict, cur.Key(), "pod %s is being deleted, cannot be assigned to a host", b.Name)
 		}
 		var pod map[string]any
 		if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &pod); err != nil {
@@ -60,7 +80,7 @@ func (s *Server) bind(ctx context.Context, req ActionRequest) (any, error) {
 		}
 		spec := jsonmap.Child(pod, "spec")
 		if node, _ := spec["nodeName"].(string); node != "" {
-			return nil, storage.NewError(storage.ErrConflict, cur.Key(), "pod %s is already assigned to node %q", req.Name, node)
+			return nil, storage.NewError(storage.ErrConflict, cur.Key(), "pod %s is already assigned to node %q", b.Name, node)
 		}
 		spec["nodeName"] = b.Target.Name
 		meta := jsonmap.Child(pod, "metadata")
@@ -72,7 +92,7 @@ func (s *Server) bind(ctx context.Context, req ActionRequest) (any, error) {
 		return encodeObject(pods, pod)
 	}, nil)
 	if err != nil {
-		return nil, err
+		return nil, bindingError(err, b.Name)
 	}
 	return &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: http.StatusCreated}, nil
 }
@@ -89,4 +109,20 @@ func setPodScheduled(status map[string]any, now string) {
 		}
 	}
 	status["conditions"] = append(conditions, cond)
+}
+
+// bindingError is how kube-apiserver words a failed binding: a missing pod
+// is a pod not found, a conflict one of pods/binding.
+func bindingError(err error, name string) error {
+	var se *storage.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code {
+	case storage.ErrNotFound:
+		return apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, name)
+	case storage.ErrConflict:
+		return apierrors.NewConflict(schema.GroupResource{Resource: "pods/binding"}, name, errors.New(se.Message))
+	}
+	return err
 }

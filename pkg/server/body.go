@@ -58,6 +58,12 @@ func readJSONBody(r *http.Request, kind string, builtin bool) ([]byte, *apiError
 	return protobufToJSON(body, kind)
 }
 
+// cannotHandle is kube-apiserver's 400 for a body its decoder refuses: the
+// body's kind and version, the kind the request takes, and why.
+func cannotHandle(kind, version, want string, err error) *apiError {
+	return badRequest("%s in version %q cannot be handled as a %s: %v", kind, version, want, err)
+}
+
 // fieldValidation is the fieldValidation query parameter.
 type fieldValidation string
 

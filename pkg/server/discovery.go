@@ -1,8 +1,11 @@
 package server
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"net/http"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
@@ -45,7 +48,9 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
 			ServerAddressByClientCIDRs: serverAddresses(r),
 		})
 	case len(parts) == 2 && parts[0] == "api" && parts[1] == "v1":
-		writeJSON(w, http.StatusOK, s.resourceList("v1"))
+		list := s.resourceList("v1")
+		list.APIVersion = "" // kube-apiserver's /api/v1 has none
+		writeJSON(w, http.StatusOK, list)
 	case len(parts) == 1 && parts[0] == "apis":
 		list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []metav1.APIGroup{}}
 		groups := s.registry.Groups()
@@ -53,9 +58,12 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
 		for g := range groups {
 			names = append(names, g)
 		}
-		sort.Strings(names)
+		sort.Slice(names, func(i, j int) bool {
+			pi, pj := groupPriority(names[i]), groupPriority(names[j])
+			return pi < pj || pi == pj && names[i] < names[j]
+		})
 		for _, g := range names {
-			list.Groups = append(list.Groups, s.apiGroup(g, groups[g], r))
+			list.Groups = append(list.Groups, s.apiGroup(g, groups[g]))
 		}
 		writeJSON(w, http.StatusOK, list)
 	case len(parts) == 2 && parts[0] == "apis":
@@ -64,7 +72,7 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
 			writeError(w, notFoundPath(), nil, "")
 			return
 		}
-		group := s.apiGroup(parts[1], versions, r)
+		group := s.apiGroup(parts[1], versions)
 		group.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
 		writeJSON(w, http.StatusOK, &group)
 	case len(parts) == 3 && parts[0] == "apis":
@@ -79,8 +87,27 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) apiGroup(name string, versions []string, r *http.Request) metav1.APIGroup {
-	g := metav1.APIGroup{Name: name, ServerAddressByClientCIDRs: serverAddresses(r)}
+// groupOrder is the order in which kube-apiserver lists the built-in
+// groups (its aggregator's group priorities); clients that find a
+// resource name in several groups take the first.
+var groupOrder = []string{"apiregistration.k8s.io", "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
+	"autoscaling", "batch", "certificates.k8s.io", "networking.k8s.io", "policy", "rbac.authorization.k8s.io", "storage.k8s.io",
+	"admissionregistration.k8s.io", "apiextensions.k8s.io", "scheduling.k8s.io", "coordination.k8s.io", "node.k8s.io",
+	"discovery.k8s.io", "resource.k8s.io", "flowcontrol.apiserver.k8s.io", "storagemigration.k8s.io"}
+
+// groupPriority is a group's place in /apis: the built-in groups in
+// groupOrder, then the others (custom resources' groups, by name).
+func groupPriority(group string) int {
+	if i := slices.Index(groupOrder, group); i >= 0 {
+		return i
+	}
+	return len(groupOrder)
+}
+
+// apiGroup is a group's discovery entry; unlike /api, kube-apiserver's
+// gives no server addresses.
+func (s *Server) apiGroup(name string, versions []string) metav1.APIGroup {
+	g := metav1.APIGroup{Name: name}
 	for _, v := range versions {
 		g.Versions = append(g.Versions, metav1.GroupVersionForDiscovery{GroupVersion: name + "/" + v, Version: v})
 	}
@@ -97,7 +124,8 @@ func (s *Server) resourceList(groupVersion string) *metav1.APIResourceList {
 		APIResources: []metav1.APIResource{},
 	}
 	for _, res := range s.registry.InGroupVersion(groupVersion) {
-		list.APIResources = append(list.APIResources, apiResource(res))
+		list.APIResources = append(list.APIResources, apiResource(res, s.registry.StorageOf(res)))
+		subresources := len(list.APIResources)
 		if res.Status {
 			list.APIResources = append(list.APIResources, metav1.APIResource{Name: res.Plural + "/status", Namespaced: res.Namespaced,
 				Kind: res.Kind, Verbs: subresourceVerbs})
@@ -114,20 +142,47 @@ func (s *Server) resourceList(groupVersion string) *metav1.APIResourceList {
 			list.APIResources = append(list.APIResources, metav1.APIResource{Name: res.Plural + "/" + sub.Name,
 				Namespaced: res.Namespaced, Group: sub.Group, Version: sub.Version, Kind: sub.Kind, Verbs: createVerb})
 		}
+		if res.Definition == "" {
+			// kube-apiserver lists a built-in resource's subresources by
+			// name; apiextensions-apiserver a custom resource's status
+			// before scale.
+			subs := list.APIResources[subresources:]
+			sort.Slice(subs, func(i, j int) bool { return subs[i].Name < subs[j].Name })
+		}
 	}
 	return list
 }
 
-func apiResource(res *resource.Resource) metav1.APIResource {
-	return metav1.APIResource{
-		Name:         res.Plural,
-		SingularName: res.Singular,
-		Namespaced:   res.Namespaced,
-		Kind:         res.Kind,
-		Verbs:        res.Verbs,
-		ShortNames:   res.ShortNames,
-		Categories:   res.Categories,
+// apiResource is the discovery entry of res, whose objects storage's store
+// holds (nil for a resource never stored).
+func apiResource(res, storage *resource.Resource) metav1.APIResource {
+	hash := ""
+	if res.Stored() && storage != nil {
+		version := storage.Version
+		if storage.ReportedStorageVersion != "" {
+			version = storage.ReportedStorageVersion
+		}
+		hash = storageVersionHash(storage.Group, version, storage.Kind)
 	}
+	return metav1.APIResource{
+		Name:               res.Plural,
+		SingularName:       res.Singular,
+		Namespaced:         res.Namespaced,
+		Kind:               res.Kind,
+		Verbs:              res.Verbs,
+		ShortNames:         res.ShortNames,
+		Categories:         res.Categories,
+		StorageVersionHash: hash,
+	}
+}
+
+// storageVersionHash is what kube-apiserver's discovery tells of the
+// version a resource is stored in, for clients that notice a change of it
+// (the storage version migrator): the base64 of the first 8 bytes of the
+// SHA-256 of "<group>/<version>/<kind>" of the storage version.
+func storageVersionHash(group, version, kind string) string {
+	sum := sha256.Sum256([]byte(group + "/" + version + "/" + kind))
+	return base64.StdEncoding.EncodeToString(sum[:8])
 }
 
 func serverAddresses(r *http.Request) []metav1.ServerAddressByClientCIDR {

@@ -109,6 +109,9 @@ func New(cfg Config) *Server {
 	if pods := cfg.Registry.Lookup("", "v1", "pods"); pods != nil {
 		s.actions[ActionKey(pods, bindingSubresource)] = s.bind
 	}
+	if bindings := cfg.Registry.Lookup("", "v1", "bindings"); bindings != nil {
+		s.actions[ActionKey(bindings, "")] = s.bind
+	}
 	if s.minWatch == 0 {
 		s.minWatch = 30 * time.Minute
 	}
