@@ -45,8 +45,8 @@ func TestEventsTwoVersions(t *testing.T) {
 		t.Errorf("watch events.k8s.io/v1: %v %+v", ev.Type, ev.Object)
 	}
 
-	// A core/v1 event is listed through events.k8s.io/v1, selected by the
-	// core/v1 field names.
+	// A core/v1 event is listed through events.k8s.io/v1, selected by its
+	// own field names (regarding.name: core/v1's involvedObject.name).
 	if _, err := cs.CoreV1().Events(ns).Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "web.2"},
 		InvolvedObject: regarding, Reason: "Killing", Message: "stopping", Type: "Normal", Count: 3}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -54,6 +54,10 @@ func TestEventsTwoVersions(t *testing.T) {
 	list, err := cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=Killing"})
 	if err != nil || len(list.Items) != 1 || list.Items[0].Note != "stopping" || list.Items[0].DeprecatedCount != 3 {
 		t.Fatalf("list events.k8s.io/v1 by reason: %+v, %v", list, err)
+	}
+	list, err = cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "regarding.name=" + regarding.Name + ",reason=Killing"})
+	if err != nil || len(list.Items) != 1 || list.Items[0].Name != "web.2" {
+		t.Fatalf("list events.k8s.io/v1 by regarding.name: %+v, %v", list, err)
 	}
 	if ev := cgNextNonBookmark(t, w); ev.Type != watch.Added || ev.Object.(*eventsv1.Event).Name != "web.2" {
 		t.Errorf("watch events.k8s.io/v1 sees the core/v1 event: %v %+v", ev.Type, ev.Object)

@@ -201,7 +201,7 @@ func TestHTTPStatus(t *testing.T) {
 			code: 400, reason: metav1.StatusReasonBadRequest, message: "resourceVersionMatch is forbidden when continue is provided"},
 		{name: "malformed labelSelector", method: "GET", path: cms + "?labelSelector=" + url.QueryEscape("a in ("), code: 400, reason: metav1.StatusReasonBadRequest, message: "labelSelector"},
 		{name: "malformed fieldSelector", method: "GET", path: cms + "?fieldSelector=" + url.QueryEscape("metadata.name"), code: 400, reason: metav1.StatusReasonBadRequest, message: "fieldSelector"},
-		{name: "unsupported field selector", method: "GET", path: cms + "?fieldSelector=" + url.QueryEscape("spec.foo=1"), code: 400, reason: metav1.StatusReasonBadRequest, message: "field label not supported: spec.foo"},
+		{name: "unsupported field selector", method: "GET", path: cms + "?fieldSelector=" + url.QueryEscape("spec.foo=1"), code: 400, reason: metav1.StatusReasonBadRequest, message: `"spec.foo" is not a known field selector: only "metadata.name", "metadata.namespace"`},
 		{name: "unsupported field selector on watch", method: "GET", path: widgets + "?watch=1&fieldSelector=" + url.QueryEscape("spec.size=1"), code: 400, reason: metav1.StatusReasonBadRequest, message: "field label not supported: spec.size"},
 		{name: "Exact without resourceVersion", method: "GET", path: cms + "?resourceVersionMatch=Exact", code: 400, reason: metav1.StatusReasonBadRequest,
 			message: "resourceVersionMatch is forbidden unless resourceVersion is provided"},

@@ -40,8 +40,9 @@ type Object struct {
 	// field changes over an object's life (the uid is immutable, the
 	// namespace is part of the key), so neither does its shard.
 	uidHash, namespaceHash uint64
-	// fields[i] is the value of schema.paths[i]; the first three are
-	// metadata.name, metadata.namespace and metadata.uid.
+	// fields[i] is the value of the schema's slot i (schema.paths[i],
+	// then its derived fields); the first three are metadata.name,
+	// metadata.namespace and metadata.uid.
 	fields fieldValues
 	labels Labels
 	stored []byte
@@ -228,10 +229,11 @@ func Decode(schema *Schema, key string, data []byte, rv uint64) (obj *Object, cl
 		}
 		return unsafe.String(&stored[at], c.end-c.start)
 	}
-	values := make([]string, len(d.values))
+	values := make([]string, len(d.values), len(d.values)+len(schema.derived))
 	for i, c := range d.values {
 		values[i] = str(c)
 	}
+	values = schema.values(values)
 	obj.fields = fieldValues{schema: schema, values: values}
 	obj.uidHash, obj.namespaceHash = ShardHash(values[uidIndex]), ShardHash(values[namespaceIndex])
 	if len(d.labels) > 0 {

@@ -1,6 +1,7 @@
 package resource
 
 import (
+	"github.com/watchcache/watchcache/pkg/object"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -28,11 +29,33 @@ const (
 	authentication = "authentication.k8s.io"
 )
 
-// eventFields are the selectable fields of events, in both versions (as
-// kube-apiserver, which selects on the stored core/v1 objects).
-var eventFields = []string{"involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
-	"involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
-	"involvedObject.fieldPath", "reason", "reportingComponent", "source.component", "type"}
+// eventFields are the selectable fields of core/v1 events: source is
+// source.component, else reportingComponent, as in kube-apiserver's field
+// set.
+var (
+	eventFields = []string{"involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
+		"involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
+		"involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"}
+	eventFieldValues = map[string]object.FieldValue{"source": {Paths: []string{"source.component", "reportingComponent"}}}
+)
+
+// eventsV1Fields are the selectable fields of events.k8s.io/v1 events,
+// which kube-apiserver selects by the core/v1 fields they are converted
+// to (eventsV1FieldLabels).
+var (
+	eventsV1Fields = []string{"type", "reason", "reportingController", "regarding.kind", "regarding.namespace", "regarding.name",
+		"regarding.uid", "regarding.apiVersion", "regarding.resourceVersion", "regarding.fieldPath"}
+	eventsV1FieldLabels = map[string]string{"reportingController": "reportingComponent",
+		"regarding.kind": "involvedObject.kind", "regarding.namespace": "involvedObject.namespace", "regarding.name": "involvedObject.name",
+		"regarding.uid": "involvedObject.uid", "regarding.apiVersion": "involvedObject.apiVersion",
+		"regarding.resourceVersion": "involvedObject.resourceVersion", "regarding.fieldPath": "involvedObject.fieldPath"}
+)
+
+// zero is the FieldValue of a field that selects as its type's zero when
+// absent ("false", "0"); at path, if not the field's label.
+func zero(value string, path ...string) object.FieldValue {
+	return object.FieldValue{Paths: path, Zero: value}
+}
 
 // all is the category of `kubectl get all`, as kube-apiserver assigns it.
 var all = []string{"all"}
@@ -50,23 +73,27 @@ func Builtins() []*Resource {
 			Verbs:            []string{"create", "delete", "get", "list", "patch", "update", "watch"},
 			SelectableFields: []string{"status.phase"}, Status: true, Finalize: true, StrategicMergeType: corev1.Namespace{}},
 		{Version: "v1", Kind: "Node", Plural: "nodes", Singular: "node", ShortNames: []string{"no"},
-			SelectableFields: []string{"spec.unschedulable"}, Status: true, StrategicMergeType: corev1.Node{}},
+			SelectableFields: []string{"spec.unschedulable"}, FieldValues: map[string]object.FieldValue{"spec.unschedulable": zero("false", "spec.unschedulable")},
+			Status: true, StrategicMergeType: corev1.Node{}},
 		{Version: "v1", Kind: "Pod", Plural: "pods", Singular: "pod", ShortNames: []string{"po"}, Namespaced: true, Categories: all,
 			SelectableFields: []string{"spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
-				"status.phase", "status.podIP", "status.nominatedNodeName"},
+				"spec.hostNetwork", "status.phase", "status.podIP", "status.podIPs", "status.nominatedNodeName"},
+			// status.podIPs is accepted but has no value in kube-apiserver's
+			// field set.
+			FieldValues:   map[string]object.FieldValue{"spec.hostNetwork": zero("false", "spec.hostNetwork"), "status.podIPs": {}},
 			IndexedFields: []string{"spec.nodeName"}, Status: true, Generation: true, StrategicMergeType: corev1.Pod{},
 			Subresources: []Subresource{{Name: "binding", Kind: "Binding"}}},
 		// bindings, as pods/binding, assigns a pod (the Binding's name) to
 		// a node.
 		{Version: "v1", Kind: "Binding", Plural: "bindings", Namespaced: true, CreateOnly: true, StrategicMergeType: corev1.Binding{}},
 		{Version: "v1", Kind: "Service", Plural: "services", Singular: "service", ShortNames: []string{"svc"}, Namespaced: true,
-			Categories: all, Status: true, StrategicMergeType: corev1.Service{}},
+			Categories: all, SelectableFields: []string{"spec.type", "spec.clusterIP"}, Status: true, StrategicMergeType: corev1.Service{}},
 		{Version: "v1", Kind: "ConfigMap", Plural: "configmaps", Singular: "configmap", ShortNames: []string{"cm"}, Namespaced: true,
 			StrategicMergeType: corev1.ConfigMap{}},
 		{Version: "v1", Kind: "Secret", Plural: "secrets", Singular: "secret", Namespaced: true,
 			SelectableFields: []string{"type"}, StrategicMergeType: corev1.Secret{}},
 		{Version: "v1", Kind: "Event", Plural: "events", Singular: "event", ShortNames: []string{"ev"}, Namespaced: true,
-			SelectableFields: eventFields, StrategicMergeType: corev1.Event{}},
+			SelectableFields: eventFields, FieldValues: eventFieldValues, StrategicMergeType: corev1.Event{}},
 		{Version: "v1", Kind: "ServiceAccount", Plural: "serviceaccounts", Singular: "serviceaccount", ShortNames: []string{"sa"},
 			Namespaced: true, StrategicMergeType: corev1.ServiceAccount{},
 			Subresources: []Subresource{{Name: "token", Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}}},
@@ -81,17 +108,19 @@ func Builtins() []*Resource {
 		{Version: "v1", Kind: "PersistentVolume", Plural: "persistentvolumes", ShortNames: []string{"pv"},
 			Status: true, StrategicMergeType: corev1.PersistentVolume{}},
 		{Version: "v1", Kind: "ReplicationController", Plural: "replicationcontrollers", ShortNames: []string{"rc"}, Namespaced: true,
-			Categories: all, SelectableFields: []string{"status.replicas"}, Status: true, Generation: true, Scale: true, OrphanByDefault: true,
+			Categories: all, SelectableFields: []string{"status.replicas"}, FieldValues: map[string]object.FieldValue{"status.replicas": zero("0", "status.replicas")},
+			Status: true, Generation: true, Scale: true, OrphanByDefault: true,
 			StrategicMergeType: corev1.ReplicationController{}},
 		{Version: "v1", Kind: "PodTemplate", Plural: "podtemplates", Namespaced: true, Generation: true, StrategicMergeType: corev1.PodTemplate{}},
 		{Group: "events.k8s.io", Version: "v1", Kind: "Event", Plural: "events", Singular: "event", ShortNames: []string{"ev"}, Namespaced: true,
-			SelectableFields: eventFields, StoredWith: &GroupResource{Plural: "events"}, StrategicMergeType: eventsv1.Event{}},
+			SelectableFields: eventsV1Fields, FieldLabels: eventsV1FieldLabels, StoredWith: &GroupResource{Plural: "events"},
+			StrategicMergeType: eventsv1.Event{}},
 		{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease", Plural: "leases", Namespaced: true,
 			StrategicMergeType: coordinationv1.Lease{}},
 		{Group: "apps", Version: "v1", Kind: "Deployment", Plural: "deployments", ShortNames: []string{"deploy"}, Namespaced: true,
 			Categories: all, Status: true, Generation: true, GenerationAnnotations: true, Scale: true, StrategicMergeType: appsv1.Deployment{}},
 		{Group: "apps", Version: "v1", Kind: "ReplicaSet", Plural: "replicasets", ShortNames: []string{"rs"}, Namespaced: true,
-			Categories: all, SelectableFields: []string{"status.replicas"}, Status: true, Generation: true, Scale: true, StrategicMergeType: appsv1.ReplicaSet{}},
+			Categories: all, Status: true, Generation: true, Scale: true, StrategicMergeType: appsv1.ReplicaSet{}},
 		{Group: "apps", Version: "v1", Kind: "StatefulSet", Plural: "statefulsets", ShortNames: []string{"sts"}, Namespaced: true,
 			Categories: all, Status: true, Generation: true, Scale: true, StrategicMergeType: appsv1.StatefulSet{}},
 		{Group: "apps", Version: "v1", Kind: "DaemonSet", Plural: "daemonsets", ShortNames: []string{"ds"}, Namespaced: true,
@@ -99,7 +128,9 @@ func Builtins() []*Resource {
 		{Group: "apps", Version: "v1", Kind: "ControllerRevision", Plural: "controllerrevisions", Namespaced: true,
 			StrategicMergeType: appsv1.ControllerRevision{}},
 		{Group: "batch", Version: "v1", Kind: "Job", Plural: "jobs", Namespaced: true, Categories: all,
-			SelectableFields: []string{"status.successful"}, Status: true, Generation: true, StrategicMergeType: batchv1.Job{}},
+			// status.successful is the count of status.succeeded.
+			SelectableFields: []string{"status.successful"}, FieldValues: map[string]object.FieldValue{"status.successful": zero("0", "status.succeeded")},
+			FieldLabelError: "field label %q not supported for Job", Status: true, Generation: true, StrategicMergeType: batchv1.Job{}},
 		{Group: "batch", Version: "v1", Kind: "CronJob", Plural: "cronjobs", ShortNames: []string{"cj"}, Namespaced: true,
 			Categories: all, Status: true, Generation: true, StrategicMergeType: batchv1.CronJob{}},
 		{Group: "discovery.k8s.io", Version: "v1", Kind: "EndpointSlice", Plural: "endpointslices", Namespaced: true,

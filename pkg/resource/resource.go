@@ -32,6 +32,21 @@ type Resource struct {
 	SelectableFields []string `json:"selectableFields,omitempty"`
 	// IndexedFields are the selectable fields the watch cache indexes.
 	IndexedFields []string `json:"indexedFields,omitempty"`
+	// FieldValues say where the values of the selectable fields listed
+	// come from when that is not the JSON path of their label: a field
+	// absent from the object selects as its type's zero ("false", "0"), as
+	// in kube-apiserver's field sets.
+	FieldValues map[string]object.FieldValue `json:"-"`
+	// FieldLabels rename selectable fields to the labels of the resource
+	// the objects are StoredWith, whose store evaluates the selectors
+	// (events.k8s.io's regarding.kind is core/v1's involvedObject.kind).
+	FieldLabels map[string]string `json:"-"`
+	// FieldLabelError is the message format (one argument: the label) of
+	// the 400 for a field selector on a field that is not selectable.
+	// Complete sets kube-apiserver's: "field label not supported: %s" for
+	// resources with selectable fields of their own and custom resources,
+	// the metadata-only text for the others.
+	FieldLabelError string `json:"-"`
 
 	// Verbs are the verbs the resource serves, as its discovery lists
 	// them; Complete sets AllVerbs (create alone for a CreateOnly
@@ -264,7 +279,23 @@ func (r *Resource) Complete() error {
 			return fmt.Errorf("indexed field %q is not a selectable field", f)
 		}
 	}
-	schema, err := object.NewSchema(r.SelectableFields...)
+	for f := range r.FieldValues {
+		if !slices.Contains(r.SelectableFields, f) {
+			return fmt.Errorf("field value of %q, which is not a selectable field", f)
+		}
+	}
+	for f := range r.FieldLabels {
+		if !slices.Contains(r.SelectableFields, f) {
+			return fmt.Errorf("field label of %q, which is not a selectable field", f)
+		}
+	}
+	if r.FieldLabelError == "" {
+		r.FieldLabelError = `%q is not a known field selector: only "metadata.name", "metadata.namespace"`
+		if len(r.SelectableFields) > 0 || r.Definition != "" {
+			r.FieldLabelError = "field label not supported: %s"
+		}
+	}
+	schema, err := object.NewSchemaWith(r.SelectableFields, r.FieldValues)
 	if err != nil {
 		return err
 	}

@@ -123,7 +123,7 @@ func readDeleteOptions(r *http.Request) (deleteOptions, *apiError) {
 }
 
 func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
-	p, aerr := parseListParams(r.URL.Query(), s.sharding)
+	p, aerr := parseListParams(r.URL.Query(), req.res, s.sharding)
 	if aerr != nil {
 		writeError(w, aerr, req.res, "")
 		return

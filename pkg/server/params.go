@@ -1,9 +1,12 @@
 package server
 
 import (
+	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 
+	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -17,11 +20,28 @@ type listParams struct {
 	timeoutSeconds int64
 }
 
+// fieldLabelConversion checks a field selector's labels as kube-apiserver
+// converts them: metadata.name, metadata.namespace and res's selectable
+// fields, renamed to the labels of the store that evaluates them.
+func fieldLabelConversion(res *resource.Resource) fields.TransformFunc {
+	return func(label, value string) (string, string, error) {
+		switch {
+		case label == "metadata.name" || label == "metadata.namespace":
+			return label, value, nil
+		case !slices.Contains(res.SelectableFields, label):
+			return "", "", fmt.Errorf(res.FieldLabelError, label)
+		case res.FieldLabels[label] != "":
+			return res.FieldLabels[label], value, nil
+		}
+		return label, value, nil
+	}
+}
+
 // parseListParams parses and checks the query of a list or watch. The
 // option combinations are validated later by the storage tables.
 // shardSelector is read only if sharding (the ShardedListAndWatch gate)
 // is on; it is ignored otherwise, as a server without the feature does.
-func parseListParams(q url.Values, sharding bool) (*listParams, *apiError) {
+func parseListParams(q url.Values, res *resource.Resource, sharding bool) (*listParams, *apiError) {
 	p := &listParams{}
 	p.opts.ResourceVersion = q.Get("resourceVersion")
 	p.opts.ResourceVersionMatch = metav1.ResourceVersionMatch(q.Get("resourceVersionMatch"))
@@ -47,6 +67,9 @@ func parseListParams(q url.Values, sharding bool) (*listParams, *apiError) {
 		sel, perr := fields.ParseSelector(s)
 		if perr != nil {
 			return nil, badRequest("invalid fieldSelector %q: %v", s, perr)
+		}
+		if sel, perr = sel.Transform(fieldLabelConversion(res)); perr != nil {
+			return nil, badRequest("%v", perr)
 		}
 		p.opts.Fields = sel
 	}

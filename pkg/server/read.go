@@ -26,7 +26,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req *request, store
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
-	p, aerr := parseListParams(r.URL.Query(), s.sharding)
+	p, aerr := parseListParams(r.URL.Query(), req.res, s.sharding)
 	if aerr != nil {
 		writeError(w, aerr, req.res, "")
 		return
@@ -56,7 +56,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req *request, stor
 // re-watches from its last resourceVersion) when the timeout passes, the
 // client goes away or the server shuts down.
 func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
-	p, aerr := parseListParams(r.URL.Query(), s.sharding)
+	p, aerr := parseListParams(r.URL.Query(), req.res, s.sharding)
 	if aerr != nil {
 		writeError(w, aerr, req.res, "")
 		return
