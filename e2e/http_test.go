@@ -254,6 +254,9 @@ func TestHTTPStatus(t *testing.T) {
 			body: []byte(`[{"op":"replace","path":"/spec/x","value":1}]`), code: 422, reason: metav1.StatusReasonInvalid},
 		{name: "strict field validation", method: "POST", path: cms + "?fieldValidation=Strict", body: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"strict"},"bogus":1}`),
 			code: 400, reason: metav1.StatusReasonBadRequest, message: `ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "bogus"`},
+		{name: "field of the wrong type", method: "POST", path: cms, body: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"typed"},"data":1}`),
+			code: 400, reason: metav1.StatusReasonBadRequest,
+			message: `ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot unmarshal number into Go struct field ConfigMap.data of type map[string]string`},
 		{name: "unknown fieldValidation", method: "POST", path: cms + "?fieldValidation=Loose", body: mustJSON(htConfigMapBody("loose", nil)), code: 400,
 			reason: metav1.StatusReasonBadRequest, message: "fieldValidation"},
 		{name: "invalid name", method: "POST", path: cms, body: mustJSON(htConfigMapBody("Bad_Name", nil)), code: 422, reason: metav1.StatusReasonInvalid,
@@ -375,6 +378,27 @@ func htShort(data []byte) string {
 		return string(data[:300]) + "..."
 	}
 	return string(data)
+}
+
+// TestHTTPCreateWhileDeleting: a create of the name of an object that is
+// being deleted (held by a finalizer) is refused as kube-apiserver refuses
+// it, saying why.
+func TestHTTPCreateWhileDeleting(t *testing.T) {
+	t.Parallel()
+	ns := htNamespace(t, "recreate")
+	cms := "/api/v1/namespaces/" + ns + "/configmaps"
+	body := htConfigMapBody("held", nil)
+	body["metadata"].(map[string]any)["finalizers"] = []any{"example.com/hold"}
+	htJSON(t, "POST", cms, body, http.StatusCreated, nil)
+	htJSON(t, "DELETE", cms+"/held", nil, http.StatusOK, nil)
+	t.Cleanup(func() {
+		htDo(t, "PATCH", cms+"/held", "application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`))
+	})
+	var st metav1.Status
+	htJSON(t, "POST", cms, htConfigMapBody("held", nil), http.StatusConflict, &st)
+	if want := `object is being deleted: configmaps "held" already exists`; st.Message != want || st.Reason != metav1.StatusReasonAlreadyExists {
+		t.Errorf("create while deleting: %+v, want %q", st, want)
+	}
 }
 
 // TestHTTPListAndWatchEncoding checks the wire form of lists and watch

@@ -370,14 +370,14 @@ func TestKubectlStrictValidation(t *testing.T) {
 	path := k.file("bad.yaml", kcPod("bad", "", "app: bad", "foo: bar"))
 
 	errOut := k.fail("create", "-f", path)
-	if !strings.Contains(errOut, "BadRequest") || !strings.Contains(errOut, `strict decoding error: unknown field "spec.foo"`) {
+	if !strings.Contains(errOut, "BadRequest") || !strings.Contains(errOut, `Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "spec.foo"`) {
 		t.Errorf("create with an unknown field: %s", errOut)
 	}
 	if errOut := k.fail("get", "pod", "bad"); !strings.Contains(errOut, "not found") {
 		t.Errorf("the refused pod exists: %s", errOut)
 	}
 	errOut = k.fail("apply", "-f", path)
-	if !strings.Contains(errOut, `strict decoding error: unknown field "spec.foo"`) {
+	if !strings.Contains(errOut, `Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "spec.foo"`) {
 		t.Errorf("apply with an unknown field: %s", errOut)
 	}
 

@@ -114,7 +114,7 @@ func decodeObject(w http.ResponseWriter, data []byte, res *resource.Resource, mo
 		typed := reflect.New(reflect.TypeOf(res.StrategicMergeType)).Interface()
 		strict, err := kjson.UnmarshalStrict(data, typed, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
 		if err != nil {
-			return nil, badRequest("the request body is not a valid %s: %v", res.Kind, err)
+			return nil, cannotHandle(res.Kind, res.Version, res.Kind, err)
 		}
 		problems = strict
 	} else {
@@ -128,7 +128,7 @@ func decodeObject(w http.ResponseWriter, data []byte, res *resource.Resource, mo
 		for i, p := range problems {
 			msgs[i] = p.Error()
 		}
-		return nil, badRequest("%s in version %q cannot be handled as a %s: strict decoding error: %s", res.Kind, res.Version, res.Kind, strings.Join(msgs, ", "))
+		return nil, cannotHandle(res.Kind, res.Version, res.Kind, fmt.Errorf("strict decoding error: %s", strings.Join(msgs, ", ")))
 	}
 	for _, p := range problems {
 		w.Header().Add("Warning", fmt.Sprintf("299 - %q", p.Error()))

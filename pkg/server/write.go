@@ -95,6 +95,9 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req *reque
 			mode = validationIgnore // warnings were given on the first attempt
 			continue
 		}
+		if storage.CodeOf(err) == storage.ErrAlreadyExists {
+			err = s.alreadyExists(r.Context(), req, store, name, err)
+		}
 		if err != nil {
 			writeError(w, err, req.res, name)
 			return
@@ -394,4 +397,15 @@ func readObjectBody(r *http.Request, res *resource.Resource) ([]byte, fieldValid
 	}
 	body, aerr := readJSONBody(r, res.Kind, res.StrategicMergeType != nil)
 	return body, mode, aerr
+}
+
+// alreadyExists is the 409 of a create whose name is taken; kube-apiserver
+// says so when the object there is being deleted (it goes once its
+// finalizers are done, and the create may be retried then).
+func (s *Server) alreadyExists(ctx context.Context, req *request, store storage.Interface, name string, err error) error {
+	e := toAPIError(err, req.res, name)
+	if cur, err := store.Get(ctx, req.res.Key(req.namespace, name), storage.GetOptions{}); err == nil && lifecycle.BeingDeleted(cur) {
+		e.status.Message = "object is being deleted: " + e.status.Message
+	}
+	return e
 }
