@@ -246,6 +246,13 @@ func TestBindings(t *testing.T) {
 			t.Errorf("%v: %q, want %q", tc.body, st.Message, tc.message)
 		}
 	}
+	// The body is checked as fieldValidation says, as a created object's.
+	strict := binding("p", "node-1")
+	strict["bogus"] = 1
+	htJSON(t, "POST", "/api/v1/namespaces/"+ns+"/pods/p/binding?fieldValidation=Strict", strict, http.StatusBadRequest, &st)
+	if want := `Binding in version "v1" cannot be handled as a Binding: strict decoding error: unknown field "bogus"`; st.Message != want {
+		t.Errorf("strict binding: %q, want %q", st.Message, want)
+	}
 	resp, data := htDo(t, "GET", bindings, "", nil)
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("GET %s: %d %s, want 405", bindings, resp.StatusCode, data)

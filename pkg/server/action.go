@@ -44,11 +44,20 @@ func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, req *reques
 		writeError(w, methodNotAllowed(), req.res, req.name)
 		return
 	}
-	kind := req.res.Kind
+	// typed is the served resource of the body's kind, if there is one
+	// (bindings for pods/binding; none for a TokenRequest): the body is
+	// checked against its type as fieldValidation says.
+	kind, typed := req.res.Kind, req.res
 	if sub := req.res.Subresource(req.subresource); sub != nil {
-		kind = sub.Kind
+		kind, typed = sub.Kind, s.registry.ByKind(sub.Group, sub.Kind)
 	}
 	body, aerr := readJSONBody(r, kind, true) // every action's kind is built in
+	if aerr == nil && typed != nil {
+		var mode fieldValidation
+		if mode, aerr = parseFieldValidation(r); aerr == nil {
+			_, aerr = decodeObject(w, body, typed, mode)
+		}
+	}
 	if aerr != nil {
 		writeError(w, aerr, req.res, req.name)
 		return
