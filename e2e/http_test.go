@@ -248,7 +248,7 @@ func TestHTTPStatus(t *testing.T) {
 		{name: "malformed JSON", method: "POST", path: cms, contentType: "application/json", body: []byte(`{"apiVersion":"v1","kind":`), code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "JSON that is not an object", method: "POST", path: cms, contentType: "application/json", body: []byte(`["a"]`), code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "malformed JSON update", method: "PUT", path: cms + "/existing", contentType: "application/json", body: []byte(`{`), code: 400, reason: metav1.StatusReasonBadRequest},
-		{name: "malformed merge patch", method: "PATCH", path: cms + "/existing", contentType: "application/merge-patch+json", body: []byte(`{"data":`), code: 422},
+		{name: "malformed merge patch", method: "PATCH", path: cms + "/existing", contentType: "application/merge-patch+json", body: []byte(`{"data":`), code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "malformed JSON patch", method: "PATCH", path: cms + "/existing", contentType: "application/json-patch+json", body: []byte(`{"op":"add"}`), code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "JSON patch on a missing path", method: "PATCH", path: cms + "/existing", contentType: "application/json-patch+json",
 			body: []byte(`[{"op":"replace","path":"/spec/x","value":1}]`), code: 422, reason: metav1.StatusReasonInvalid},

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"reflect"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
+	yamlv2 "go.yaml.in/yaml/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -111,6 +113,11 @@ func (s *Server) serverSideApply(w http.ResponseWriter, r *http.Request, req *re
 		writeError(w, aerr, req.res, req.name)
 		return
 	}
+	mode, aerr := parseFieldValidation(r)
+	if aerr != nil {
+		writeError(w, aerr, req.res, req.name)
+		return
+	}
 	patchJSON, err := yaml.YAMLToJSON(body)
 	var patch map[string]any
 	if err == nil {
@@ -129,12 +136,30 @@ func (s *Server) serverSideApply(w http.ResponseWriter, r *http.Request, req *re
 		writeError(w, err, req.res, req.name)
 		return
 	}
+	// Only duplicate fields are left to find once the apply succeeded: it
+	// fails on any field the kind's schema does not declare.
+	var duplicates error
+	if mode != validationIgnore {
+		duplicates = yaml.UnmarshalStrict(body, &map[string]any{})
+	}
+	warn := false
 	apply := func(live map[string]any) (map[string]any, error) {
 		out, err := fm.Apply(&unstructured.Unstructured{Object: live}, &unstructured.Unstructured{Object: jsonmap.DeepCopy(patch).(map[string]any)}, req.manager, req.force)
 		if err != nil {
-			return nil, err
+			return nil, notStatus(err)
 		}
-		return out.(*unstructured.Unstructured).Object, nil
+		if duplicates != nil && mode == validationStrict {
+			return nil, badRequest("error strict decoding patch: %v", duplicates)
+		}
+		warn = duplicates != nil
+		obj := out.(*unstructured.Unstructured).Object
+		// As kube-apiserver defaults the result of an apply and prunes it
+		// (not reporting what it prunes).
+		if req.res.CustomSchema != nil {
+			req.res.CustomSchema.Prune(obj)
+			req.res.CustomSchema.Default(obj)
+		}
+		return obj, nil
 	}
 	applied := *req
 	applied.applied = true
@@ -159,9 +184,15 @@ func (s *Server) serverSideApply(w http.ResponseWriter, r *http.Request, req *re
 			return
 		}
 		data, _ := json.Marshal(obj)
+		if warn {
+			addWarnings(w.Header(), yamlProblems(duplicates))
+		}
 		applied.verb = "create"
 		s.createObject(w, r, &applied, store, data, validationIgnore)
 		return
+	}
+	if warn {
+		addWarnings(w.Header(), yamlProblems(duplicates))
 	}
 	if err == nil {
 		updated, err = lifecycle.FinishUpdate(r.Context(), req.res, store, updated)
@@ -172,6 +203,21 @@ func (s *Server) serverSideApply(w http.ResponseWriter, r *http.Request, req *re
 	}
 	s.written(r.Context(), req, updated)
 	writeRaw(w, http.StatusOK, updated.JSON())
+}
+
+// yamlProblems are the duplicate fields of an apply patch that YAML's
+// strict decoding reported in err: each line of its report, as
+// kube-apiserver warns of them.
+func yamlProblems(err error) []error {
+	var typeErr *yamlv2.TypeError
+	if !errors.As(err, &typeErr) {
+		return []error{err}
+	}
+	out := make([]error, len(typeErr.Errors))
+	for i, line := range typeErr.Errors {
+		out[i] = errors.New(line)
+	}
+	return out
 }
 
 // Webhooks calls admission webhooks (package admission).

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/watchcache/watchcache/pkg/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	kjson "sigs.k8s.io/json"
 )
 
@@ -84,27 +86,47 @@ func parseFieldValidation(r *http.Request) (fieldValidation, *apiError) {
 	}
 }
 
-// decodeObject decodes a JSON object body into a generic map (numbers kept
-// exact) and checks it as fieldValidation says: unknown and duplicate
-// fields are errors (Strict), warnings (Warn) or ignored. Built-in kinds are
-// checked against their k8s.io/api types; custom resources against their
-// schema (which also prunes their metadata) or, having none, only in
-// metadata.
+// decodeObject decodes a create or update body as decodeFields does and
+// reports its unknown and duplicate fields as fieldValidation says: a 400
+// (Strict) or warnings (Warn); a built-in kind's body that does not decode
+// into its type is a 400 whatever the mode, as kube-apiserver answers.
 func decodeObject(w http.ResponseWriter, data []byte, res *resource.Resource, mode fieldValidation) (map[string]any, *apiError) {
+	obj, problems, err := decodeFields(data, res, mode)
+	if err == nil && mode == validationStrict && len(problems) > 0 {
+		err = runtime.NewStrictDecodingError(problems)
+	}
+	var aerr *apiError
+	switch {
+	case errors.As(err, &aerr):
+		return nil, aerr
+	case err != nil:
+		return nil, cannotHandle(res.Kind, res.Version, res.Kind, err)
+	}
+	addWarnings(w.Header(), problems)
+	return obj, nil
+}
+
+// decodeFields decodes a JSON object into a generic map (numbers kept
+// exact), pruned and defaulted by a custom resource's schema, and returns
+// with it, unless mode is Ignore, its unknown and duplicate fields, as
+// kube-apiserver's strict decoding finds them: built-in kinds' against
+// their k8s.io/api types, custom resources' against their schema (which
+// also prunes their metadata) or, having none, only in metadata. A
+// built-in kind's object that does not decode into its type is the error
+// of that decoding ("json: cannot unmarshal ..."); data that is no JSON
+// object, a 400 *apiError.
+func decodeFields(data []byte, res *resource.Resource, mode fieldValidation) (map[string]any, []error, error) {
 	var obj map[string]any
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &obj); err != nil {
-		return nil, badRequest("the request body is not a JSON object: %v", err)
+		return nil, nil, badRequest("the request body is not a JSON object: %v", err)
 	}
 	if obj == nil {
-		return nil, badRequest("the request body is not a JSON object")
+		return nil, nil, badRequest("the request body is not a JSON object")
 	}
 	var pruned []string
 	if res.CustomSchema != nil {
 		pruned = res.CustomSchema.Prune(obj)
 		res.CustomSchema.Default(obj)
-	}
-	if mode == validationIgnore {
-		return obj, nil
 	}
 	var problems []error
 	for _, path := range pruned {
@@ -114,26 +136,24 @@ func decodeObject(w http.ResponseWriter, data []byte, res *resource.Resource, mo
 		typed := reflect.New(reflect.TypeOf(res.StrategicMergeType)).Interface()
 		strict, err := kjson.UnmarshalStrict(data, typed, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
 		if err != nil {
-			return nil, cannotHandle(res.Kind, res.Version, res.Kind, err)
+			return nil, nil, err
 		}
 		problems = strict
-	} else {
+	} else if mode != validationIgnore {
 		problems = append(problems, strictMetadataErrors(data, res.CustomSchema == nil)...)
 	}
-	if len(problems) == 0 {
-		return obj, nil
+	if mode == validationIgnore {
+		return obj, nil, nil
 	}
-	if mode == validationStrict {
-		msgs := make([]string, len(problems))
-		for i, p := range problems {
-			msgs[i] = p.Error()
-		}
-		return nil, cannotHandle(res.Kind, res.Version, res.Kind, fmt.Errorf("strict decoding error: %s", strings.Join(msgs, ", ")))
-	}
+	return obj, problems, nil
+}
+
+// addWarnings adds a Warning header for each of a write's unknown or
+// duplicate fields (fieldValidation Warn).
+func addWarnings(h http.Header, problems []error) {
 	for _, p := range problems {
-		w.Header().Add("Warning", fmt.Sprintf("299 - %q", p.Error()))
+		h.Add("Warning", fmt.Sprintf("299 - %q", p.Error()))
 	}
-	return obj, nil
 }
 
 // strictMetadataErrors checks a custom resource's object for duplicate

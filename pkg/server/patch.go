@@ -1,12 +1,24 @@
 package server
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"reflect"
+	"strings"
 
+	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/mergepatch"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
 )
 
 // The patch media types.
@@ -34,24 +46,175 @@ func checkPatchType(mt string, res *resource.Resource) *apiError {
 		"the body of the request was in an unknown format - accepted media types include: %s", supported)
 }
 
-// applyPatch applies a patch of the given media type to an object's JSON.
+// applyPatch applies a patch of the given media type to an object's JSON,
+// failing as kube-apiserver does: a JSON patch that does not decode is a
+// 400 and one that does not apply a 422 without detail; a strategic merge
+// patch of a bad form a 400, one that cannot be merged a 422, and any
+// other failure a 500.
 func applyPatch(mt string, doc, patch []byte, res *resource.Resource) ([]byte, *apiError) {
-	var out []byte
+	switch mt {
+	case jsonPatchType:
+		p, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return nil, badRequest("%v", err)
+		}
+		out, err := p.Apply(doc)
+		if err != nil {
+			return nil, unprocessable(err)
+		}
+		return out, nil
+	case strategicPatchType:
+		out, err := strategicpatch.StrategicMergePatch(doc, patch, res.StrategicMergeType)
+		switch {
+		case err == nil:
+			return out, nil
+		case errors.Is(err, mergepatch.ErrBadJSONDoc), errors.Is(err, mergepatch.ErrBadPatchFormatForPrimitiveList),
+			errors.Is(err, mergepatch.ErrBadPatchFormatForRetainKeys), errors.Is(err, mergepatch.ErrBadPatchFormatForSetElementOrderList),
+			errors.Is(err, mergepatch.ErrUnsupportedStrategicMergePatchFormat):
+			return nil, badRequest("%v", err)
+		case errors.Is(err, mergepatch.ErrNoListOfLists), errors.Is(err, mergepatch.ErrPatchContentNotMatchRetainKeys):
+			return nil, unprocessable(err)
+		}
+		return nil, toAPIError(notStatus(err), res, "")
+	}
+	out, err := jsonpatch.MergePatch(doc, patch)
+	if err != nil {
+		return nil, badRequest("%v", err)
+	}
+	return out, nil
+}
+
+// unprocessable is kube-apiserver's 422 for a patch that cannot be
+// applied: a generic message, err's text in no detail.
+func unprocessable(err error) *apiError {
+	return toAPIError(apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false), nil, "")
+}
+
+// patchRequest is a JSON, merge or strategic merge patch with its
+// fieldValidation mode.
+type patchRequest struct {
+	mediaType string
+	body      []byte
+	mode      fieldValidation
+	// own are the patch's own duplicate fields (and its JSON patch
+	// operations' unknown fields), reported before the patched object's.
+	own []error
+}
+
+// jsonPatchOp is a JSON patch operation, decoded strictly for its unknown
+// and duplicate fields; kube-apiserver's messages name its type.
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	From  string `json:"from"`
+	Value any    `json:"value"`
+}
+
+// readPatch reads a patch request of media type mt: 400 if it is not JSON
+// or, checking fields (fieldValidation Strict or Warn), does not decode as
+// its type's patch, as kube-apiserver answers.
+func readPatch(r *http.Request, mt string) (*patchRequest, *apiError) {
+	body, aerr := readBody(r)
+	if aerr != nil {
+		return nil, aerr
+	}
+	p := &patchRequest{mediaType: mt, body: body}
+	if p.mode, aerr = parseFieldValidation(r); aerr != nil {
+		return nil, aerr
+	}
+	if !json.Valid(body) {
+		return nil, badRequest("invalid JSON patch")
+	}
+	if p.mode == validationIgnore {
+		return p, nil
+	}
 	var err error
 	switch mt {
 	case jsonPatchType:
-		p, derr := jsonpatch.DecodePatch(patch)
-		if derr != nil {
-			return nil, badRequest("the JSON patch is malformed: %v", derr)
+		var ops []jsonPatchOp
+		p.own, err = kjson.UnmarshalStrict(body, &ops)
+		for i, e := range p.own {
+			p.own[i] = fmt.Errorf("json patch %v", e)
 		}
-		out, err = p.Apply(doc)
-	case mergePatchType:
-		out, err = jsonpatch.MergePatch(doc, patch)
-	case strategicPatchType:
-		out, err = strategicpatch.StrategicMergePatch(doc, patch, res.StrategicMergeType)
+	default:
+		var patch map[string]any
+		p.own, err = kjson.UnmarshalStrict(body, &patch)
 	}
+	switch {
+	case err != nil && mt == strategicPatchType:
+		return nil, badRequest("%v", err)
+	case err != nil:
+		// kube-apiserver decodes the operations as its handlers package's
+		// jsonPatchOp, which its message names.
+		return nil, badRequest("error decoding patch: %s", strings.ReplaceAll(err.Error(), "server.jsonPatchOp", "handlers.jsonPatchOp"))
+	}
+	return p, nil
+}
+
+// applyTo patches cur and decodes the result as decodeFields does (a
+// strategic merge patch's result through the kind's type, as
+// kube-apiserver converts it), with the unknown and duplicate fields to
+// warn about (Warn). A result that does not decode, or has such fields
+// under Strict, is kube-apiserver's 422 about the patch.
+func (p *patchRequest) applyTo(cur *object.Object, res *resource.Resource) (map[string]any, []error, error) {
+	patched, aerr := applyPatch(p.mediaType, cur.JSON(), p.body, res)
+	if aerr != nil {
+		return nil, nil, aerr
+	}
+	var obj map[string]any
+	var problems []error
+	var err error
+	if p.mediaType == strategicPatchType {
+		obj, problems, err = decodeConverted(patched, res, p.mode)
+	} else {
+		obj, problems, err = decodeFields(patched, res, p.mode)
+	}
+	problems = append(p.own[:len(p.own):len(p.own)], problems...)
+	if err == nil && p.mode == validationStrict && len(problems) > 0 {
+		err = runtime.NewStrictDecodingError(problems)
+	}
+	var invalid *apiError
+	if err != nil && !errors.As(err, &invalid) {
+		err = toAPIError(apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{
+			field.Invalid(field.NewPath("patch"), p.shown(cur, res), err.Error())}), res, "")
+	}
+	return obj, problems, err
+}
+
+// decodeConverted decodes a built-in kind's object patched by a strategic
+// merge patch, converted to the kind's type as kube-apiserver does, with
+// its unknown fields unless mode is Ignore.
+func decodeConverted(patched []byte, res *resource.Resource, mode fieldValidation) (map[string]any, []error, error) {
+	var obj map[string]any
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(patched, &obj); err != nil {
+		return nil, nil, badRequest("the patched object is not a JSON object: %v", err)
+	}
+	typed := reflect.New(reflect.TypeOf(res.StrategicMergeType)).Interface()
+	err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, typed, mode != validationIgnore)
+	if strict, ok := runtime.AsStrictDecodingError(err); ok {
+		return obj, strict.Errors(), nil
+	}
+	return obj, nil, err
+}
+
+// shown is the patch as kube-apiserver's 422 about it shows it: a
+// strategic merge patch as a Go map, other patches applied to cur as
+// kube-apiserver encodes it (a built-in kind's fields in its type's order,
+// a custom resource's sorted).
+func (p *patchRequest) shown(cur *object.Object, res *resource.Resource) string {
+	if p.mediaType == strategicPatchType {
+		var patch map[string]any
+		kjson.UnmarshalCaseSensitivePreserveInts(p.body, &patch)
+		return fmt.Sprintf("%+v", patch)
+	}
+	var doc map[string]any
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &doc); err != nil {
+		return ""
+	}
+	encoded, err := encodeObject(res, doc)
 	if err != nil {
-		return nil, newAPIError(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "the patch could not be applied: %v", err)
+		return ""
 	}
-	return out, nil
+	patched, _ := applyPatch(p.mediaType, encoded, p.body, res)
+	return string(patched)
 }

@@ -67,6 +67,17 @@ func invalidObject(res *resource.Resource, name string, errs field.ErrorList) *a
 	return toAPIError(apierrors.NewInvalid(schema.GroupKind{Group: res.Group, Kind: res.Kind}, name, errs), res, name)
 }
 
+// notStatus is err as kube-apiserver answers an error that is not a
+// Status (an apply's typed patch that fails, for one): 500 with err's
+// text and no reason.
+func notStatus(err error) error {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return err
+	}
+	return newAPIError(http.StatusInternalServerError, metav1.StatusReasonUnknown, "%s", err)
+}
+
 // toAPIError maps any error to its Status: the one place where storage
 // error codes become HTTP (DESIGN.md §4).
 func toAPIError(err error, res *resource.Resource, name string) *apiError {

@@ -8,6 +8,7 @@ import (
 	"reflect"
 
 	"github.com/watchcache/watchcache/pkg/defaults"
+	"github.com/watchcache/watchcache/pkg/jsonmap"
 	"github.com/watchcache/watchcache/pkg/lifecycle"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
@@ -178,16 +179,14 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *request, st
 		writeError(w, aerr, req.res, req.name)
 		return
 	}
-	if _, aerr := decodeObject(w, body, req.res, mode); aerr != nil {
+	obj, aerr := decodeObject(w, body, req.res, mode)
+	if aerr != nil {
 		writeError(w, aerr, req.res, req.name)
 		return
 	}
 	updated, err := store.GuaranteedUpdate(r.Context(), req.key(), nil, func(cur *object.Object) ([]byte, error) {
-		var obj map[string]any
-		if err := kjson.UnmarshalCaseSensitivePreserveInts(body, &obj); err != nil {
-			return nil, badRequest("the request body is not a JSON object: %v", err)
-		}
-		return s.prepareAdmittedUpdate(r.Context(), obj, req, cur)
+		// Each attempt prepares its own copy: preparing changes it.
+		return s.prepareAdmittedUpdate(r.Context(), jsonmap.DeepCopy(obj).(map[string]any), req, cur)
 	}, nil)
 	if err == nil {
 		updated, err = lifecycle.FinishUpdate(r.Context(), req.res, store, updated)
@@ -210,33 +209,25 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request, sto
 		writeError(w, aerr, req.res, req.name)
 		return
 	}
-	body, aerr := readBody(r)
+	p, aerr := readPatch(r, patchType)
 	if aerr != nil {
 		writeError(w, aerr, req.res, req.name)
 		return
 	}
-	mode, aerr := parseFieldValidation(r)
-	if aerr != nil {
-		writeError(w, aerr, req.res, req.name)
-		return
-	}
-	warned := false
+	// The warnings are those of the attempt that decided the outcome (an
+	// attempt on a stale cached object is redone).
+	var warnings []error
 	updated, err := store.GuaranteedUpdate(r.Context(), req.key(), nil, func(cur *object.Object) ([]byte, error) {
-		patched, aerr := applyPatch(patchType, cur.JSON(), body, req.res)
-		if aerr != nil {
-			return nil, aerr
+		obj, problems, err := p.applyTo(cur, req.res)
+		if err != nil {
+			return nil, err
 		}
-		checkMode := mode
-		if warned {
-			checkMode = validationIgnore
-		}
-		warned = true
-		obj, aerr := decodeObject(w, patched, req.res, checkMode)
-		if aerr != nil {
-			return nil, aerr
-		}
+		warnings = problems
 		return s.prepareAdmittedUpdate(r.Context(), obj, req, cur)
 	}, nil)
+	if p.mode == validationWarn {
+		addWarnings(w.Header(), warnings)
+	}
 	if err == nil {
 		updated, err = lifecycle.FinishUpdate(r.Context(), req.res, store, updated)
 	}
