@@ -162,6 +162,9 @@ func TestPatchFieldValidation(t *testing.T) {
 	code, _, data = pvPatch(t, cm, "", "application/json-patch+json", `{"op":"add"}`)
 	pvFailure(t, "a JSON patch that is no list", code, data, metav1.Status{Code: http.StatusBadRequest, Reason: metav1.StatusReasonBadRequest,
 		Message: "error decoding patch: json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp"})
+	code, _, data = pvPatch(t, cm, "fieldValidation=Ignore", "application/strategic-merge-patch+json", `["a"]`)
+	pvFailure(t, "a strategic merge patch that is no object", code, data, metav1.Status{Code: http.StatusBadRequest, Reason: metav1.StatusReasonBadRequest,
+		Message: "json: cannot unmarshal array into Go value of type map[string]interface {}"})
 	// Patches that do not apply.
 	code, _, data = pvPatch(t, cm, "", "application/json-patch+json", `[{"op":"replace","path":"/spec/x","value":1}]`)
 	pvFailure(t, "a JSON patch on a missing path", code, data, metav1.Status{Code: http.StatusUnprocessableEntity, Reason: metav1.StatusReasonInvalid,

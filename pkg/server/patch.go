@@ -111,8 +111,9 @@ type jsonPatchOp struct {
 }
 
 // readPatch reads a patch request of media type mt: 400 if it is not JSON
-// or, checking fields (fieldValidation Strict or Warn), does not decode as
-// its type's patch, as kube-apiserver answers.
+// or does not decode as its type's patch (a strategic merge patch always
+// decoded, others when checking fields: fieldValidation Strict or Warn),
+// as kube-apiserver answers.
 func readPatch(r *http.Request, mt string) (*patchRequest, *apiError) {
 	body, aerr := readBody(r)
 	if aerr != nil {
@@ -125,12 +126,15 @@ func readPatch(r *http.Request, mt string) (*patchRequest, *apiError) {
 	if !json.Valid(body) {
 		return nil, badRequest("invalid JSON patch")
 	}
-	if p.mode == validationIgnore {
-		return p, nil
-	}
 	var err error
-	switch mt {
-	case jsonPatchType:
+	switch {
+	case p.mode == validationIgnore && mt == strategicPatchType:
+		// Decoded in every mode, to be merged as a map.
+		var patch map[string]any
+		err = kjson.UnmarshalCaseSensitivePreserveInts(body, &patch)
+	case p.mode == validationIgnore:
+		// Other patches are decoded only as they apply.
+	case mt == jsonPatchType:
 		var ops []jsonPatchOp
 		p.own, err = kjson.UnmarshalStrict(body, &ops)
 		for i, e := range p.own {
