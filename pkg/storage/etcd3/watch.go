@@ -205,22 +205,17 @@ func (w *watcher) translate(e *clientv3.Event) (storage.Event, bool, *storage.Er
 		}
 		old = obj
 	}
-	if e.Type == mvccpb.PUT && !e.IsCreate() && old == nil && w.selects() {
+	if !e.IsCreate() && old == nil && (e.Type == mvccpb.DELETE || w.selects()) {
 		// The previous state was compacted away (a watch that started at
-		// the compaction boundary): whether the object matched before is
-		// unknown, so no right event can be sent. The client relists.
+		// the compaction boundary): a deletion has no object to send, and
+		// for an update whether the object matched before is unknown, so
+		// no right event can be sent. The client relists.
 		return storage.Event{}, false, storage.NewExpired(rev-1, "the previous state of "+string(e.Kv.Key)+" is compacted")
 	}
 	curPasses := cur != nil && w.opts.Matches(cur)
 	oldPasses := old != nil && w.opts.Matches(old)
 	switch {
 	case e.Type == mvccpb.DELETE:
-		if old == nil {
-			// etcd keeps the previous value of every event a watch can
-			// replay (compaction keeps each key's newest version), so this
-			// is a broken invariant, not a case to skip silently.
-			return storage.Event{}, false, &storage.Error{Code: storage.ErrInternal, Key: string(e.Kv.Key), Message: "etcd sent a deletion without the previous value"}
-		}
 		return storage.Event{Type: storage.EventDeleted, Object: old, ResourceVersion: rev}, oldPasses, nil
 	case e.IsCreate() || (curPasses && !oldPasses && old != nil):
 		return storage.Event{Type: storage.EventAdded, Object: cur, ResourceVersion: rev}, curPasses, nil

@@ -1014,3 +1014,28 @@ var _ = register("WatchSelectorAtCompactionBoundary", func(t *testing.T, e *env)
 	}
 	expectEvent(t, w, storage.EventAdded, "ns1/b", b2.ResourceVersion())
 })
+
+// A watch from resourceVersion N, with etcd compacted at N+1 where the
+// object created at N was deleted, meets a deletion whose previous state
+// was compacted away: with or without a selector it must deliver DELETED
+// with the object's last state or end with 410 Expired so that the client
+// relists, never an internal error.
+var _ = register("WatchDeleteAtCompactionBoundary", func(t *testing.T, e *env) {
+	for _, sel := range []fields.Selector{nil, fields.OneTermEqualSelector("spec.nodeName", "n1")} {
+		a := e.create("ns1", fmt.Sprintf("a%d", e.hist.lastRV()), "n1", nil)
+		from := a.ResourceVersion()
+		gone := e.remove(a.Key())
+		e.compact() // at the deletion's revision: a's state is gone
+		w := e.watch(t, e.ctx, "", storage.ListOptions{ResourceVersion: watchRV(from), Fields: sel})
+		ev := nextNonBookmark(t, w)
+		if ev.Type == storage.EventError {
+			if ev.Err == nil || ev.Err.Code != storage.ErrExpired {
+				t.Fatalf("selector %v: the watch ended with %v, want 410 Expired", sel, ev.Err)
+			}
+			continue
+		}
+		if ev.Type != storage.EventDeleted || ev.Object == nil || ev.Object.Key() != a.Key() || ev.ResourceVersion != gone.ResourceVersion() {
+			t.Fatalf("selector %v: got %s %v, want DELETED %s at %d or 410 Expired", sel, ev.Type, ev.Object, a.Key(), gone.ResourceVersion())
+		}
+	}
+})
