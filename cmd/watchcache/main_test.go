@@ -12,7 +12,8 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !c.WatchCache || !c.ConsistentListFromCache || !c.ConsistentGetFromCache || c.ConsistentReadsExplicit ||
-		c.WaitWhileInitializing || c.ConsistentReadFallback || c.DisableShardedListAndWatch || c.SecurePort != 6443 || c.BindAddress != "127.0.0.1" || c.StorageInitializationTimeout != time.Minute {
+		c.WaitWhileInitializing || c.ConsistentReadFallback || c.DisableShardedListAndWatch || c.SecurePort != 6443 || c.BindAddress != "127.0.0.1" || c.StorageInitializationTimeout != time.Minute ||
+		c.RequestTimeout != time.Minute || c.MaxRequestsInflight != 400 || c.MaxMutatingRequestsInflight != 200 {
 		t.Fatalf("defaults: %+v", c)
 	}
 	c, err = parseFlags([]string{"--feature-gates=ConsistentGetFromCache=false,ResilientWatchCacheInitialization=false",
@@ -23,6 +24,10 @@ func TestParseFlags(t *testing.T) {
 	if !c.ConsistentListFromCache || c.ConsistentGetFromCache || !c.ConsistentReadsExplicit || !c.WaitWhileInitializing ||
 		!c.ConsistentReadFallback || c.WatchCacheSizes["pods"] != 0 || c.WatchCacheSizes["widgets.example.com"] != 100 {
 		t.Fatalf("parsed: %+v", c)
+	}
+	c, err = parseFlags([]string{"--max-requests-inflight=3", "--max-mutating-requests-inflight=0", "--request-timeout=5s"})
+	if err != nil || c.MaxRequestsInflight != 3 || c.MaxMutatingRequestsInflight != 0 || c.RequestTimeout != 5*time.Second {
+		t.Fatalf("limits: %+v, %v", c, err)
 	}
 	c, err = parseFlags([]string{"--tls-san=a.example.com, 10.0.0.1", "--tls-san", "b.example.com"})
 	if err != nil || strings.Join(c.TLSSANs, " ") != "a.example.com 10.0.0.1 b.example.com" {

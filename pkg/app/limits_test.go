@@ -2,15 +2,24 @@ package app
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"log/slog"
+	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/watchcache/watchcache/pkg/object"
+	"github.com/watchcache/watchcache/pkg/storage"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -53,4 +62,167 @@ func TestRequestTimeoutEtcdDown(t *testing.T) {
 	if body, err := cs.Discovery().RESTClient().Get().AbsPath("/healthz").Param("exclude", "etcd").DoRaw(ctx); err != nil || string(body) != "ok" {
 		t.Errorf("/healthz?exclude=etcd with etcd down: %q %v", body, err)
 	}
+}
+
+// gatedStore holds the lists of namespace "slow" and the creates of
+// objects named held-* (telling entered) until gate is closed: requests
+// that stay in flight as long as the test wants. The server's own work
+// (the kube-root-ca.crt config map of each namespace) is not held.
+type gatedStore struct {
+	storage.Interface
+	entered chan<- string
+	gate    <-chan struct{}
+}
+
+func (s gatedStore) hold(ctx context.Context, what string) error {
+	s.entered <- what
+	select {
+	case <-s.gate:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s gatedStore) GetList(ctx context.Context, scope string, opts storage.ListOptions) (*storage.List, error) {
+	if scope == "slow/" {
+		if err := s.hold(ctx, "list "+scope); err != nil {
+			return nil, err
+		}
+	}
+	return s.Interface.GetList(ctx, scope, opts)
+}
+
+func (s gatedStore) Create(ctx context.Context, key string, data []byte) (*object.Object, error) {
+	if _, name, _ := strings.Cut(key, "/"); strings.HasPrefix(name, "held-") {
+		if err := s.hold(ctx, "create "+key); err != nil {
+			return nil, err
+		}
+	}
+	return s.Interface.Create(ctx, key, data)
+}
+
+// TestMaxInFlight: through the whole server, with --max-requests-inflight
+// 2 and --max-mutating-requests-inflight 1 taken by requests held in
+// etcd, one more read and one more write are answered 429 at once with
+// Retry-After and a Status, while health checks, a system:masters request
+// and a watch are served; once the held requests finish, so do the next.
+func TestMaxInFlight(t *testing.T) {
+	entered, gate := make(chan string), make(chan struct{})
+	a, err := Start(Config{DataDir: t.TempDir(), EtcdPrefix: "/registry", EtcdUnsafeNoFsync: true,
+		MaxRequestsInflight: 2, MaxMutatingRequestsInflight: 1, AuthorizationModes: []string{ModeAlwaysAllow},
+		WrapStore: func(resource string, s storage.Interface) storage.Interface {
+			if resource != "configmaps" {
+				return s
+			}
+			return gatedStore{Interface: s, entered: entered, gate: gate}
+		},
+		Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	admin, cs := adminClient(t, a)
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "slow"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// alice is limited; the administrator (system:masters) is not.
+	aliceCfg := rest.CopyConfig(admin)
+	aliceCfg.Impersonate = rest.ImpersonationConfig{UserName: "alice"}
+	alice, err := rest.HTTPClientFor(aliceCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminHTTP, err := rest.HTTPClientFor(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created atomic.Int32
+	do := func(c *http.Client, method, path string) (*http.Response, []byte) {
+		t.Helper()
+		var body io.Reader
+		if method == http.MethodPost {
+			name := "c" + strconv.Itoa(int(created.Add(1)))
+			if strings.Contains(path, "/slow/") {
+				name = "held-" + name
+			}
+			body = strings.NewReader(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `"}}`)
+		}
+		req, err := http.NewRequest(method, a.URL+path, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp, data
+	}
+	const slow, other = "/api/v1/namespaces/slow/configmaps", "/api/v1/namespaces/default/configmaps"
+	held := []string{http.MethodGet, http.MethodGet, http.MethodPost}
+	codes := make(chan int, len(held))
+	for _, method := range held {
+		go func() {
+			resp, _ := do(alice, method, slow)
+			codes <- resp.StatusCode
+		}()
+	}
+	for range held {
+		<-entered
+	}
+
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		resp, body := do(alice, method, other)
+		var st metav1.Status
+		if err := json.Unmarshal(body, &st); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" ||
+			err != nil || st.Kind != "Status" || st.Reason != metav1.StatusReasonTooManyRequests || st.Code != http.StatusTooManyRequests {
+			t.Errorf("%s over the limit: %d Retry-After %q %s, want 429 with Retry-After 1 and a TooManyRequests Status",
+				method, resp.StatusCode, resp.Header.Get("Retry-After"), body)
+		}
+	}
+	for _, path := range []string{"/readyz", "/livez", "/healthz"} {
+		if resp, body := do(alice, http.MethodGet, path); resp.StatusCode != http.StatusOK {
+			t.Errorf("%s with every slot taken: %d %s", path, resp.StatusCode, body)
+		}
+	}
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		if resp, body := do(adminHTTP, method, other); resp.StatusCode >= 300 {
+			t.Errorf("system:masters %s with every slot taken: %d %s", method, resp.StatusCode, body)
+		}
+	}
+	watchCtx, cancelWatch := context.WithCancel(ctx)
+	req, _ := http.NewRequestWithContext(watchCtx, http.MethodGet, a.URL+other+"?watch=1", nil)
+	if resp, err := alice.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("a watch with every slot taken: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	cancelWatch()
+
+	close(gate)
+	for range held {
+		if code := <-codes; code != http.StatusOK && code != http.StatusCreated {
+			t.Errorf("a held request ended %d", code)
+		}
+	}
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		if resp, body := do(alice, method, other); resp.StatusCode >= 300 {
+			t.Errorf("%s after the held requests: %d %s", method, resp.StatusCode, body)
+		}
+	}
+}
+
+// adminClient returns the administrator's client configuration and
+// clientset for a.
+func adminClient(t *testing.T, a *App) (*rest.Config, *kubernetes.Clientset) {
+	t.Helper()
+	rc, err := clientcmd.BuildConfigFromFlags("", a.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rc, kubernetes.NewForConfigOrDie(rc)
 }
