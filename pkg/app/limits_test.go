@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/watchcache/watchcache/pkg/etcdembed"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
 
@@ -23,12 +27,28 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// TestRequestTimeoutEtcdDown: with etcd gone, a write is answered 504
-// Timeout within --request-timeout (it used to hang for as long as etcd
-// was down), and /healthz answers at once: 500 for its etcd check, ok
-// without it (?exclude=etcd).
+// TestRequestTimeoutEtcdDown: with etcd gone, a create and an update are
+// answered 504 Timeout within --request-timeout (they used to hang for as
+// long as etcd was down), and /healthz answers at once: 500 for its etcd
+// check, ok without it (?exclude=etcd). Once etcd is back, neither write
+// is left half done: each object is as before or fully written, the same
+// through the API as in etcd, and the server serves writes and reads.
 func TestRequestTimeoutEtcdDown(t *testing.T) {
-	a, err := Start(Config{DataDir: t.TempDir(), EtcdPrefix: "/registry", EtcdUnsafeNoFsync: true, WatchCache: true,
+	etcdCfg := etcdembed.Config{DataDir: t.TempDir(), UnsafeNoFsync: true}
+	etcd, err := etcdembed.Start(etcdCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { etcd.Close() }()
+	u, err := url.Parse(etcd.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if etcdCfg.ClientPort, err = strconv.Atoi(u.Port()); err != nil {
+		t.Fatal(err)
+	}
+	a, err := Start(Config{DataDir: t.TempDir(), EtcdServers: []string{etcd.Endpoint}, EtcdPrefix: "/registry", WatchCache: true,
+		ConsistentListFromCache: true, ConsistentGetFromCache: true,
 		// Long enough for the first create beside the whole suite under
 		// -race; short enough that the test's bound proves it.
 		RequestTimeout: 5 * time.Second, Log: slog.New(slog.DiscardHandler)})
@@ -36,31 +56,92 @@ func TestRequestTimeoutEtcdDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	rc, err := clientcmd.BuildConfigFromFlags("", a.Kubeconfig)
+	rc, _ := adminClient(t, a)
+	rc.Timeout = 30 * time.Second // the client waits longer than the server may take
+	cms := kubernetes.NewForConfigOrDie(rc).CoreV1().ConfigMaps("default")
+	ctx := context.Background()
+	updated, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "updated"}, Data: map[string]string{"v": "1"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc.Timeout = 30 * time.Second // the client waits longer than the server may take
-	cs := kubernetes.NewForConfigOrDie(rc)
-	ctx := context.Background()
-	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "before"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+
+	etcd.Close()
+	writes := []struct {
+		name  string
+		write func() error
+	}{
+		{"create", func() error {
+			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "created"}, Data: map[string]string{"v": "2"}}, metav1.CreateOptions{})
+			return err
+		}},
+		{"update", func() error {
+			up := updated.DeepCopy()
+			up.Data["v"] = "2"
+			_, err := cms.Update(ctx, up, metav1.UpdateOptions{})
+			return err
+		}},
 	}
-	a.etcd.Close()
-	a.etcd = nil // closed: Close must not close it again
-	start := time.Now()
-	_, err = cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "during"}}, metav1.CreateOptions{})
-	took := time.Since(start)
-	if !apierrors.IsTimeout(err) || took > 10*time.Second {
-		t.Errorf("a create with etcd down: %v after %v, want 504 Timeout within about 5s", err, took)
+	for _, w := range writes {
+		start := time.Now()
+		err := w.write()
+		if took := time.Since(start); !apierrors.IsTimeout(err) || took > 10*time.Second {
+			t.Errorf("%s with etcd down: %v after %v, want 504 Timeout within about 5s", w.name, err, took)
+		}
 	}
 	// /healthz fails on etcd, as kube-apiserver's does, but answers at once,
 	// and without its etcd check it passes.
-	if body, err := cs.Discovery().RESTClient().Get().AbsPath("/healthz").DoRaw(ctx); !apierrors.IsInternalError(err) || !strings.Contains(string(body), "[-]etcd failed: reason withheld") {
+	raw := kubernetes.NewForConfigOrDie(rc).Discovery().RESTClient()
+	if body, err := raw.Get().AbsPath("/healthz").DoRaw(ctx); !apierrors.IsInternalError(err) || !strings.Contains(string(body), "[-]etcd failed: reason withheld") {
 		t.Errorf("/healthz with etcd down: %q %v, want 500 naming etcd", body, err)
 	}
-	if body, err := cs.Discovery().RESTClient().Get().AbsPath("/healthz").Param("exclude", "etcd").DoRaw(ctx); err != nil || string(body) != "ok" {
+	if body, err := raw.Get().AbsPath("/healthz").Param("exclude", "etcd").DoRaw(ctx); err != nil || string(body) != "ok" {
 		t.Errorf("/healthz?exclude=etcd with etcd down: %q %v", body, err)
+	}
+
+	if etcd, err = etcdembed.Start(etcdCfg); err != nil {
+		t.Fatal(err)
+	}
+	for ready := false; !ready; {
+		body, err := raw.Get().AbsPath("/readyz").DoRaw(ctx)
+		if ready = err == nil && string(body) == "ok"; !ready {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	// Each object, read consistently through the API, is its state in etcd
+	// and one of the two states the client may assume.
+	for name, states := range map[string][]map[string]string{"created": {nil, {"v": "2"}}, "updated": {{"v": "1"}, {"v": "2"}}} {
+		var got map[string]string
+		rv := ""
+		switch cm, err := cms.Get(ctx, name, metav1.GetOptions{}); {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			t.Fatalf("get %s after etcd is back: %v", name, err)
+		default:
+			got, rv = cm.Data, cm.ResourceVersion
+		}
+		stored, err := a.client.Get(ctx, "/registry/core/configmaps/default/"+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var inEtcd map[string]string
+		etcdRV := ""
+		if len(stored.Kvs) == 1 {
+			var cm corev1.ConfigMap
+			if err := json.Unmarshal(stored.Kvs[0].Value, &cm); err != nil {
+				t.Fatalf("%s in etcd: %v", name, err)
+			}
+			inEtcd, etcdRV = cm.Data, strconv.FormatInt(stored.Kvs[0].ModRevision, 10)
+		}
+		if rv != etcdRV || !maps.Equal(got, inEtcd) || !slices.ContainsFunc(states, func(s map[string]string) bool { return maps.Equal(s, got) }) {
+			t.Errorf("%s after etcd is back: %v at %q through the API, %v at %q in etcd; want the same, one of %v", name, got, rv, inEtcd, etcdRV, states)
+		}
+	}
+	// The server serves writes and consistent reads again.
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create after etcd is back: %v", err)
+	}
+	if list, err := cms.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=after"}); err != nil || len(list.Items) != 1 {
+		t.Errorf("consistent list after etcd is back: %v %v", list, err)
 	}
 }
 
