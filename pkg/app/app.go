@@ -213,8 +213,11 @@ type App struct {
 	served chan error
 	cancel context.CancelFunc
 	client *clientv3.Client
-	// overrides are the clients of --etcd-servers-overrides' clusters.
-	overrides map[resource.GroupResource]*clientv3.Client
+	// overrides are the clients of --etcd-servers-overrides' clusters;
+	// overrideClusters one of them per distinct set of servers, in the
+	// flag's order (their health checks).
+	overrides        map[resource.GroupResource]*clientv3.Client
+	overrideClusters []*clientv3.Client
 	// caches are every watch cache, custom resources' coming and going
 	// (cachesMu).
 	cachesMu sync.Mutex
@@ -330,18 +333,15 @@ func Start(cfg Config) (_ *App, err error) {
 	srv := server.New(server.Config{
 		Registry: registry, Log: cfg.Log, MinWatchTimeout: cfg.MinWatchTimeout, Metrics: promRegistry, Profiling: cfg.Profiling,
 		DisableShardedListAndWatch: cfg.DisableShardedListAndWatch,
-		LiveChecks:                 []server.HealthCheck{{Name: "etcd", Check: etcdCheck(namespaceStore, cfg.EtcdHealthcheckTimeout)}},
-		ReadyChecks: []server.HealthCheck{
-			{Name: "etcd-readiness", Check: etcdCheck(namespaceStore, cfg.EtcdReadycheckTimeout)},
-			{Name: "watch-cache-initialization", Check: a.cachesInitialized(cfg.StorageInitializationTimeout)},
-			{Name: "rbac", Check: sec.authz.ready},
-			{Name: "shutdown", Check: func(context.Context) error {
+		HealthChecks: append(a.etcdChecks(cfg, namespaceStore),
+			server.HealthCheck{Name: "watch-cache-initialization", ReadyOnly: true, Check: a.cachesInitialized(cfg.StorageInitializationTimeout)},
+			server.HealthCheck{Name: "rbac", ReadyOnly: true, Check: sec.authz.ready},
+			server.HealthCheck{Name: "shutdown", ReadyOnly: true, Check: func(context.Context) error {
 				if a.shuttingDown.Load() {
 					return errors.New("process is shutting down")
 				}
 				return nil
-			}},
-		},
+			}}),
 		Actions: sec.actions, AdmitWrite: sec.authz.admitWrite, AfterWrite: sec.authz.afterWrite,
 		Webhooks: &admission.Webhooks{Registry: registry},
 	})
@@ -405,17 +405,49 @@ func (a *App) startControllerManager(ctx context.Context, cfg Config, registry *
 		Help: "1 while this server runs the controllers of kube-controller-manager's role (it holds their Lease, or leader election is off), else 0."}, running))
 }
 
-// etcdCheck is a health check of etcd: a quorum read of its revision
-// through store, within timeout (kube-apiserver's 2 s when zero).
-func etcdCheck(store storage.Interface, timeout time.Duration) func(context.Context) error {
+// etcdChecks are kube-apiserver's health checks of etcd: "etcd" (also of
+// /livez and /healthz) and "etcd-readiness" through store, then the same
+// for each distinct cluster of --etcd-servers-overrides,
+// "etcd-override-<i>" and "etcd-override-readiness-<i>", which ?exclude=etcd
+// and ?exclude=etcd-readiness skip too.
+func (a *App) etcdChecks(cfg Config, store storage.Interface) []server.HealthCheck {
+	checks := []server.HealthCheck{
+		{Name: "etcd", Check: etcdCheck(store.CurrentResourceVersion, cfg.EtcdHealthcheckTimeout)},
+		{Name: "etcd-readiness", ReadyOnly: true, Check: etcdCheck(store.CurrentResourceVersion, cfg.EtcdReadycheckTimeout)},
+	}
+	for i, c := range a.overrideClusters {
+		read := clusterRevision(c, cfg.EtcdPrefix)
+		checks = append(checks,
+			server.HealthCheck{Name: fmt.Sprintf("etcd-override-%d", i), Group: "etcd", Check: etcdCheck(read, cfg.EtcdHealthcheckTimeout)},
+			server.HealthCheck{Name: fmt.Sprintf("etcd-override-readiness-%d", i), Group: "etcd-readiness", ReadyOnly: true,
+				Check: etcdCheck(read, cfg.EtcdReadycheckTimeout)})
+	}
+	return checks
+}
+
+// etcdCheck is a health check of etcd: a quorum read of its revision,
+// within timeout (kube-apiserver's 2 s when zero).
+func etcdCheck(readRevision func(context.Context) (uint64, error), timeout time.Duration) func(context.Context) error {
 	if timeout == 0 {
 		timeout = 2 * time.Second
 	}
 	return func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		_, err := store.CurrentResourceVersion(ctx)
+		_, err := readRevision(ctx)
 		return err
+	}
+}
+
+// clusterRevision reads an etcd cluster's current revision as a store's
+// CurrentResourceVersion does: a keys-only quorum read under prefix.
+func clusterRevision(c *clientv3.Client, prefix string) func(context.Context) (uint64, error) {
+	return func(ctx context.Context) (uint64, error) {
+		resp, err := c.Get(ctx, prefix, clientv3.WithLimit(1), clientv3.WithKeysOnly())
+		if err != nil {
+			return 0, err
+		}
+		return uint64(resp.Header.Revision), nil
 	}
 }
 

@@ -3,6 +3,7 @@ package app
 import (
 	"crypto/tls"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/watchcache/watchcache/pkg/resource"
@@ -39,12 +40,14 @@ func parseEtcdOverrides(values []string) ([]etcdOverride, error) {
 }
 
 // connectOverrides makes a client per override, with the TLS of
-// --etcd-servers for https servers.
+// --etcd-servers for https servers, and notes one per distinct set of
+// servers (in any order), as kube-apiserver tells clusters apart.
 func (a *App) connectOverrides(cfg Config) error {
 	overrides, err := parseEtcdOverrides(cfg.EtcdServersOverrides)
 	if err != nil {
 		return err
 	}
+	clusters := map[string]bool{}
 	for _, o := range overrides {
 		var tlsConfig *tls.Config
 		if strings.HasPrefix(o.servers[0], "https://") {
@@ -61,6 +64,10 @@ func (a *App) connectOverrides(cfg Config) error {
 			a.overrides = map[resource.GroupResource]*clientv3.Client{}
 		}
 		a.overrides[resource.GroupResource{Group: o.group, Plural: o.resource}] = client
+		if servers := strings.Join(slices.Sorted(slices.Values(o.servers)), ";"); !clusters[servers] {
+			clusters[servers] = true
+			a.overrideClusters = append(a.overrideClusters, client)
+		}
 	}
 	return nil
 }

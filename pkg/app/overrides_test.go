@@ -3,14 +3,14 @@ package app
 import (
 	"context"
 	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/watchcache/watchcache/pkg/etcdembed"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 func TestParseEtcdOverrides(t *testing.T) {
@@ -28,25 +28,27 @@ func TestParseEtcdOverrides(t *testing.T) {
 
 // TestEtcdServersOverrides: config maps are stored on an etcd cluster of
 // their own, everything else on the main one; consistent reads of each
-// wait on its own cluster.
+// wait on its own cluster. The other cluster (named twice, its servers in
+// two orders) has kube-apiserver's health checks, once: etcd-override-0
+// and etcd-override-readiness-0, skipped by ?exclude=etcd and
+// ?exclude=etcd-readiness, failing when it is down.
 func TestEtcdServersOverrides(t *testing.T) {
 	other, err := etcdembed.Start(etcdembed.Config{DataDir: t.TempDir(), ClientPort: 0, UnsafeNoFsync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer other.Close()
+	closeOther := sync.OnceFunc(other.Close)
+	defer closeOther()
+	servers := []string{other.Endpoint, strings.Replace(other.Endpoint, "127.0.0.1", "localhost", 1)}
 	a, err := Start(Config{DataDir: t.TempDir(), EtcdPrefix: "/registry", EtcdUnsafeNoFsync: true, WatchCache: true,
 		ConsistentListFromCache: true, ConsistentGetFromCache: true,
-		EtcdServersOverrides: []string{"/configmaps#" + other.Endpoint}, Log: slog.New(slog.DiscardHandler)})
+		EtcdServersOverrides: []string{"/configmaps#" + servers[0] + ";" + servers[1], "/events#" + servers[1] + ";" + servers[0]},
+		Log:                  slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	rc, err := clientcmd.BuildConfigFromFlags("", a.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := kubernetes.NewForConfigOrDie(rc)
+	_, cs := adminClient(t, a)
 	ctx := context.Background()
 	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -87,4 +89,29 @@ func TestEtcdServersOverrides(t *testing.T) {
 	if err != nil || len(list.Items) != 1 || list.Items[0].Name != "elsewhere" {
 		t.Errorf("consistent list of config maps: %+v %v", list, err)
 	}
+
+	health := func(path string, wantCode int, want string) {
+		t.Helper()
+		raw := cs.Discovery().RESTClient().Get().AbsPath(path).Param("verbose", "")
+		for _, ex := range []string{"etcd", "etcd-readiness"} {
+			if strings.Contains(want, ex+" excluded") {
+				raw.Param("exclude", ex)
+			}
+		}
+		var code int
+		body, _ := raw.Do(ctx).StatusCode(&code).Raw()
+		if code != wantCode || string(body) != want {
+			t.Errorf("%s: %d\n%s\nwant %d\n%s", path, code, body, wantCode, want)
+		}
+	}
+	health("/livez", 200, "[+]ping ok\n[+]etcd ok\n[+]etcd-override-0 ok\nlivez check passed\n")
+	health("/healthz", 200, "[+]ping ok\n[+]etcd excluded: ok\n[+]etcd-override-0 excluded with etcd: ok\nhealthz check passed\n")
+	health("/readyz", 200, "[+]ping ok\n[+]etcd ok\n[+]etcd-readiness ok\n[+]etcd-override-0 ok\n[+]etcd-override-readiness-0 ok\n"+
+		"[+]watch-cache-initialization ok\n[+]rbac ok\n[+]shutdown ok\nreadyz check passed\n")
+	closeOther()
+	health("/livez", 500, "[+]ping ok\n[+]etcd ok\n[-]etcd-override-0 failed: reason withheld\nlivez check failed\n")
+	health("/readyz", 500, "[+]ping ok\n[+]etcd ok\n[+]etcd-readiness ok\n[-]etcd-override-0 failed: reason withheld\n"+
+		"[-]etcd-override-readiness-0 failed: reason withheld\n[+]watch-cache-initialization ok\n[+]rbac ok\n[+]shutdown ok\nreadyz check failed\n")
+	health("/readyz", 200, "[+]ping ok\n[+]etcd excluded: ok\n[+]etcd-readiness excluded: ok\n[+]etcd-override-0 excluded with etcd: ok\n"+
+		"[+]etcd-override-readiness-0 excluded with etcd-readiness: ok\n[+]watch-cache-initialization ok\n[+]rbac ok\n[+]shutdown ok\nreadyz check passed\n")
 }

@@ -12,8 +12,13 @@ import (
 
 // HealthCheck is a named check of /livez, /readyz or /healthz.
 type HealthCheck struct {
-	Name  string
-	Check func(context.Context) error
+	Name string
+	// Group, if set, is a name that ?exclude= skips this check by too, as
+	// kube-apiserver's grouped checks ("etcd" skips "etcd-override-0").
+	Group string
+	// ReadyOnly checks are of /readyz alone.
+	ReadyOnly bool
+	Check     func(context.Context) error
 }
 
 // healthCheckTimeout bounds each check (the checks that reach etcd bound
@@ -24,21 +29,18 @@ const healthCheckTimeout = 5 * time.Second
 var pingCheck = HealthCheck{Name: "ping", Check: func(context.Context) error { return nil }}
 
 // healthEndpoints maps /healthz, /livez and /readyz to their checks, as
-// kube-apiserver has them: ping and the liveness checks (etcd) for
-// /healthz and /livez, those and the readiness checks for /readyz.
-func healthEndpoints(live, ready []HealthCheck) map[string][]HealthCheck {
-	liveChecks := append([]HealthCheck{pingCheck}, live...)
-	return map[string][]HealthCheck{
-		"healthz": liveChecks,
-		"livez":   liveChecks,
-		"readyz":  append(slices.Clone(liveChecks), ready...),
-	}
+// kube-apiserver has them: ping and every check for /readyz, ping and the
+// checks that are not ReadyOnly (etcd) for /healthz and /livez.
+func healthEndpoints(checks []HealthCheck) map[string][]HealthCheck {
+	ready := append([]HealthCheck{pingCheck}, checks...)
+	live := slices.DeleteFunc(slices.Clone(ready), func(c HealthCheck) bool { return c.ReadyOnly })
+	return map[string][]HealthCheck{"healthz": live, "livez": live, "readyz": ready}
 }
 
 // serveHealth serves an endpoint ("livez") with its checks as
 // kube-apiserver does: "ok" when every check passes; with ?verbose, each
 // check's line and "<endpoint> check passed"; a check named by ?exclude
-// (repeatable) is skipped; on a failure, 500 with every line, the failed
+// (repeatable), or by its Group, is skipped; on a failure, 500 with every line, the failed
 // ones as "reason withheld" (the endpoints are public: the reason is in the
 // log and at /<endpoint>/<check>), and "<endpoint> check failed".
 // /<endpoint>/<check> runs that check alone: "ok", or 500 with its error.
@@ -59,16 +61,21 @@ func (s *Server) serveHealth(endpoint string, checks []HealthCheck) http.Handler
 			fmt.Fprint(w, "ok")
 			return
 		}
-		excluded := map[string]bool{}
+		asked, unmatched := map[string]bool{}, map[string]bool{}
 		for _, name := range r.URL.Query()["exclude"] {
-			excluded[name] = true
+			asked[name], unmatched[name] = true, true
 		}
 		var out strings.Builder
 		var failed []string
 		for _, c := range checks {
-			if excluded[c.Name] {
-				delete(excluded, c.Name)
+			if asked[c.Name] {
+				delete(unmatched, c.Name)
 				fmt.Fprintf(&out, "[+]%s excluded: ok\n", c.Name)
+				continue
+			}
+			if c.Group != "" && asked[c.Group] {
+				delete(unmatched, c.Group)
+				fmt.Fprintf(&out, "[+]%s excluded with %s: ok\n", c.Name, c.Group)
 				continue
 			}
 			if err := runCheck(r.Context(), c); err != nil {
@@ -78,9 +85,9 @@ func (s *Server) serveHealth(endpoint string, checks []HealthCheck) http.Handler
 			}
 			fmt.Fprintf(&out, "[+]%s ok\n", c.Name)
 		}
-		if len(excluded) > 0 {
+		if len(unmatched) > 0 {
 			var names []string
-			for _, name := range slices.Sorted(maps.Keys(excluded)) {
+			for _, name := range slices.Sorted(maps.Keys(unmatched)) {
 				names = append(names, fmt.Sprintf("%q", name))
 			}
 			fmt.Fprintf(&out, "warn: some health checks cannot be excluded: no matches for %s\n", strings.Join(names, ","))

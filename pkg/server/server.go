@@ -28,9 +28,9 @@ type Config struct {
 	// Metrics is where the server registers its metrics; nil makes a new
 	// registry.
 	Metrics *prometheus.Registry
-	// LiveChecks are the checks of /livez and /healthz (and /readyz)
-	// besides ping; ReadyChecks those of /readyz alone, in order.
-	LiveChecks, ReadyChecks []HealthCheck
+	// HealthChecks are the checks of /readyz besides ping, in order; those
+	// not ReadyOnly are also the checks of /livez and /healthz.
+	HealthChecks []HealthCheck
 	// MinWatchTimeout is the shortest server-chosen watch duration when the
 	// client gives no timeoutSeconds (kube-apiserver: 30 minutes; a random
 	// duration up to twice it spreads reconnections).
@@ -126,7 +126,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("/apis/", s.serveAPI)
 	s.mux.HandleFunc("/version", s.serveVersion)
 	s.mux.HandleFunc("/openapi/", s.serveOpenAPI)
-	for endpoint, checks := range healthEndpoints(cfg.LiveChecks, cfg.ReadyChecks) {
+	for endpoint, checks := range healthEndpoints(cfg.HealthChecks) {
 		s.mux.HandleFunc("/"+endpoint, s.serveHealth(endpoint, checks))
 		s.mux.HandleFunc("/"+endpoint+"/", s.serveHealth(endpoint, checks))
 	}
