@@ -23,10 +23,13 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -35,20 +38,27 @@ const namespace = "ha"
 
 var (
 	buildOnce sync.Once
+	buildDir  string // holds exePath; TestMain removes it
 	exePath   string
 	buildErr  error
 )
+
+// TestMain removes the built command once every test and benchmark ran.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
 
 // watchcacheBinary builds the command once per test binary.
 func watchcacheBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "watchcache-ha-")
-		if err != nil {
-			buildErr = err
-			return
+		if buildDir, buildErr = os.MkdirTemp("", "watchcache-ha-"); buildErr == nil {
+			exePath, buildErr = buildWatchcache(buildDir)
 		}
-		exePath, buildErr = buildWatchcache(dir)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -169,7 +179,9 @@ func (c *cluster) runPhase(t *testing.T, phase int, fault func(t *testing.T)) *h
 	stop()
 	wg.Wait()
 	for _, r := range c.replicas { // every acknowledged write is there
-		c.record(h, r, clients, input{kind: opList}, phase)
+		if err := c.record(h, r, clients, input{kind: opList}, phase); err != nil {
+			t.Fatalf("the final consistent list through %s: %v", r.name, err)
+		}
 	}
 	t.Logf("%d operations, %d acknowledged writes, %d writes of unknown outcome", len(h.operations()), h.acknowledged, h.unknown)
 	return h
@@ -197,7 +209,8 @@ func (c *cluster) runClient(ctx context.Context, h *history, phase, id int) {
 
 // record performs one operation through r and records it: a failed put
 // as of unknown outcome, a failed read not at all (it observed nothing).
-func (c *cluster) record(h *history, r *replica, client int, in input, phase int) {
+// It returns the operation's error.
+func (c *cluster) record(h *history, r *replica, client int, in input, phase int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cms := r.client.CoreV1().ConfigMaps(namespace)
@@ -209,7 +222,7 @@ func (c *cluster) record(h *history, r *replica, client int, in input, phase int
 		_, err = cms.Update(ctx, phaseConfigMap(phase, in.key, in.value), metav1.UpdateOptions{})
 		if err != nil {
 			h.addUnknown(client, in, call)
-			return
+			return err
 		}
 	case opGet:
 		var cm *corev1.ConfigMap
@@ -229,9 +242,10 @@ func (c *cluster) record(h *history, r *replica, client int, in input, phase int
 		}
 	}
 	if err != nil {
-		return
+		return err
 	}
 	h.add(client, in, out, call, h.now())
+	return nil
 }
 
 // keyName is the name of key k's config map in a phase.
@@ -329,10 +343,12 @@ func sameObjects(s cache.Store, want map[string]string) bool {
 }
 
 // checkCrossReplica pages a list through all three replicas with one
-// continue token chain, and resumes a watch on one replica from a
-// resourceVersion another returned.
+// continue token chain, resumes a watch on one replica from a
+// resourceVersion another returned, and authenticates on every replica
+// with a ServiceAccount token one of them issued.
 func (c *cluster) checkCrossReplica(t *testing.T) {
 	ctx := context.Background()
+	c.checkTokenAcrossReplicas(t)
 	for i := range 5 {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("x-%d", i), Labels: map[string]string{"cross": "y"}}}
 		if _, err := c.replicas[i%3].client.CoreV1().ConfigMaps(namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
@@ -384,6 +400,30 @@ func (c *cluster) checkCrossReplica(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Error("watch through r2 from r0's resourceVersion: no event within 10s")
+	}
+}
+
+// checkTokenAcrossReplicas creates a ServiceAccount through the first
+// replica, requests a token for it (TokenRequest) through the second, and
+// checks that every replica authenticates it as that ServiceAccount.
+func (c *cluster) checkTokenAcrossReplicas(t *testing.T) {
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "cross"}}
+	if _, err := c.replicas[0].client.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := c.replicas[1].client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("TokenRequest through %s: %v", c.replicas[1].name, err)
+	}
+	want := "system:serviceaccount:" + namespace + ":" + sa.Name
+	for _, r := range c.replicas {
+		cfg := rest.AnonymousClientConfig(c.configFor(r))
+		cfg.BearerToken = tr.Status.Token
+		review, err := kubernetes.NewForConfigOrDie(cfg).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if err != nil || review.Status.UserInfo.Username != want {
+			t.Errorf("the token issued by %s on %s: %v %v, want %s", c.replicas[1].name, r.name, review, err, want)
+		}
 	}
 }
 
