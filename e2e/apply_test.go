@@ -65,6 +65,16 @@ func TestServerSideApply(t *testing.T) {
 	if out := k.must("get", "widgets", "w", "-o", "jsonpath={.spec.color} {.metadata.managedFields[0].operation}"); out != "red Apply" {
 		t.Errorf("applied widget: %s", out)
 	}
+	// ...and a second manager's apply of its field conflicts, unless forced.
+	blue := `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"color":"blue"}}`
+	msg = k.fail("apply", "--server-side", "--field-manager=painter", "-f", k.file("blue.yaml", blue))
+	if !strings.Contains(msg, `conflict with "kubectl"`) || !strings.Contains(msg, ".spec.color") {
+		t.Errorf("a conflicting apply of a widget: %s", msg)
+	}
+	k.must("apply", "--server-side", "--field-manager=painter", "--force-conflicts", "-f", k.file("blue.yaml", blue))
+	if out := k.must("get", "widgets", "w", "-o", "jsonpath={.spec.color} {.metadata.managedFields[*].manager}"); out != "blue painter" {
+		t.Errorf("the widget after the forced apply: %s", out)
+	}
 
 	// An apply names its manager.
 	resp, body := htDo(t, "PATCH", "/api/v1/namespaces/"+k.ns+"/configmaps/settings", "application/apply-patch+yaml", []byte(cm))
