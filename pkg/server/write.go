@@ -180,6 +180,9 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *request, st
 		return
 	}
 	obj, aerr := decodeObject(w, body, req.res, mode)
+	if aerr == nil {
+		aerr = checkConditionalUpdate(obj, req)
+	}
 	if aerr != nil {
 		writeError(w, aerr, req.res, req.name)
 		return
@@ -197,6 +200,21 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *request, st
 	}
 	s.written(r.Context(), req, updated)
 	writeRaw(w, http.StatusOK, updated.JSON())
+}
+
+// checkConditionalUpdate refuses a custom resource's update (PUT) without
+// a resourceVersion, as kube-apiserver's custom resource strategies do
+// (they do not allow unconditional updates; built-in kinds mostly do).
+func checkConditionalUpdate(obj map[string]any, req *request) *apiError {
+	if req.res.Definition == "" {
+		return nil
+	}
+	if meta, _ := obj["metadata"].(map[string]any); meta["resourceVersion"] != nil && meta["resourceVersion"] != "" {
+		return nil // a resourceVersion that is no string is prepareUpdate's 400
+	}
+	// Worded by resource, not kind: kube-apiserver's update handler checks it.
+	return toAPIError(apierrors.NewInvalid(schema.GroupKind{Group: req.res.Group, Kind: req.res.Plural}, req.name, field.ErrorList{
+		field.Invalid(field.NewPath("metadata", "resourceVersion"), 0, "must be specified for an update")}), req.res, req.name)
 }
 
 func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
