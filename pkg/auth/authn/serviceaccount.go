@@ -170,9 +170,6 @@ func (s *ServiceAccounts) addVerifyKey(public crypto.PublicKey) error {
 	return nil
 }
 
-// APIAudiences are the audiences tokens are issued for by default.
-func (s *ServiceAccounts) APIAudiences() []string { return s.apiAudiences }
-
 // privateClaims are the "kubernetes.io" claim of a token.
 type privateClaims struct {
 	Kubernetes struct {

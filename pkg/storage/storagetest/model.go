@@ -226,22 +226,3 @@ func expectEvent(t *testing.T, w storage.Watcher, typ storage.EventType, key str
 	}
 	return ev
 }
-
-// expectNoEvent checks that no non-bookmark event arrives for a while.
-func expectNoEvent(t *testing.T, w storage.Watcher, wait time.Duration) {
-	t.Helper()
-	deadline := time.After(wait)
-	for {
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				t.Fatal("watch channel closed unexpectedly")
-			}
-			if ev.Type != storage.EventBookmark {
-				t.Fatalf("unexpected event %s %v", ev.Type, ev.Object)
-			}
-		case <-deadline:
-			return
-		}
-	}
-}
