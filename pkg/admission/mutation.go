@@ -151,24 +151,10 @@ func (c *mutationCache) get(p *admissionregistrationv1.MutatingAdmissionPolicy) 
 	if cm := c.compiled[p.UID]; cm != nil && cm.generation == p.Generation {
 		return cm
 	}
-	cm := &compiledMutations{generation: p.Generation}
-	compile := func(expr string) cel.Program {
-		ast, iss := mutationEnv.Compile(expr)
-		if iss.Err() != nil {
-			cm.err = fmt.Errorf("compilation failed for %q: %w", expr, iss.Err())
-			return nil
-		}
-		prg, err := mutationEnv.Program(ast, crdschema.CELProgramOptions()...)
-		if err != nil {
-			cm.err = err
-		}
-		return prg
-	}
-	for _, c := range p.Spec.MatchConditions {
-		cm.conditions = append(cm.conditions, namedProgram{c.Name, c.Expression, compile(c.Expression)})
-	}
+	comp := compiler{env: mutationEnv}
+	cm := &compiledMutations{generation: p.Generation, conditions: comp.conditions(p.Spec.MatchConditions)}
 	for _, v := range p.Spec.Variables {
-		cm.variables = append(cm.variables, namedProgram{v.Name, v.Expression, compile(v.Expression)})
+		cm.variables = append(cm.variables, namedProgram{v.Name, v.Expression, comp.program(v.Expression)})
 	}
 	for _, m := range p.Spec.Mutations {
 		var expr string
@@ -178,8 +164,9 @@ func (c *mutationCache) get(p *admissionregistrationv1.MutatingAdmissionPolicy) 
 		case m.ApplyConfiguration != nil:
 			expr = m.ApplyConfiguration.Expression
 		}
-		cm.mutations = append(cm.mutations, compiledMutation{patchType: m.PatchType, program: compile(expr)})
+		cm.mutations = append(cm.mutations, compiledMutation{patchType: m.PatchType, program: comp.program(expr)})
 	}
+	cm.err = comp.err
 	if c.compiled == nil {
 		c.compiled = map[k8stypes.UID]*compiledMutations{}
 	}

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/utils/ptr"
 	kjson "sigs.k8s.io/json"
 )
@@ -55,11 +54,6 @@ type compiledPolicy struct {
 	err         error // a compilation error: the policy fails as its failurePolicy says
 }
 
-type namedProgram struct {
-	name, expression string
-	program          cel.Program
-}
-
 type compiledValidation struct {
 	admissionregistrationv1.Validation
 	program, message cel.Program
@@ -77,32 +71,19 @@ func (c *policyCache) get(p *admissionregistrationv1.ValidatingAdmissionPolicy) 
 	if cp := c.compiled[p.UID]; cp != nil && cp.generation == p.Generation {
 		return cp
 	}
-	cp := &compiledPolicy{generation: p.Generation}
-	compile := func(expr string) cel.Program {
-		ast, iss := policyEnv.Compile(expr)
-		if iss.Err() != nil {
-			cp.err = fmt.Errorf("compilation failed for %q: %w", expr, iss.Err())
-			return nil
-		}
-		prg, err := policyEnv.Program(ast, crdschema.CELProgramOptions()...)
-		if err != nil {
-			cp.err = err
-		}
-		return prg
-	}
-	for _, c := range p.Spec.MatchConditions {
-		cp.conditions = append(cp.conditions, namedProgram{c.Name, c.Expression, compile(c.Expression)})
-	}
+	comp := compiler{env: policyEnv}
+	cp := &compiledPolicy{generation: p.Generation, conditions: comp.conditions(p.Spec.MatchConditions)}
 	for _, v := range p.Spec.Variables {
-		cp.variables = append(cp.variables, namedProgram{v.Name, v.Expression, compile(v.Expression)})
+		cp.variables = append(cp.variables, namedProgram{v.Name, v.Expression, comp.program(v.Expression)})
 	}
 	for _, v := range p.Spec.Validations {
-		cv := compiledValidation{Validation: v, program: compile(v.Expression)}
+		cv := compiledValidation{Validation: v, program: comp.program(v.Expression)}
 		if v.MessageExpression != "" {
-			cv.message = compile(v.MessageExpression)
+			cv.message = comp.program(v.MessageExpression)
 		}
 		cp.validations = append(cp.validations, cv)
 	}
+	cp.err = comp.err
 	if c.compiled == nil {
 		c.compiled = map[types.UID]*compiledPolicy{}
 	}
@@ -269,27 +250,6 @@ func (w *Webhooks) evaluate(cp *compiledPolicy, p *admissionregistrationv1.Valid
 // words it.
 func expressionError(expr string, err error) error {
 	return fmt.Errorf("expression '%s' resulted in error: %w", expr, err)
-}
-
-// conditionsMatch evaluates matchConditions as kube-apiserver does: they
-// match unless one is false; otherwise the errors of those that failed to
-// evaluate are the error (for the failurePolicy to decide).
-func conditionsMatch(conditions []namedProgram, vars map[string]any) (bool, error) {
-	var errs []error
-	for _, c := range conditions {
-		out, _, err := c.program.Eval(vars)
-		if err != nil {
-			errs = append(errs, expressionError(c.expression, err))
-			continue
-		}
-		if ok, _ := out.Value().(bool); !ok {
-			return false, nil
-		}
-	}
-	if len(errs) > 0 {
-		return false, utilerrors.NewAggregate(errs)
-	}
-	return true, nil
 }
 
 // denial is a policy's refusal as kube-apiserver words it: Forbidden's

@@ -9,9 +9,10 @@
 // each write.
 //
 // Validating and mutating admission policies are evaluated with them
-// (policy.go, mutation.go). Not here: matchConditions, reinvocation,
-// matchPolicy Equivalent, mutating webhooks on DELETE (validating ones are
-// called), deletecollection and CONNECT.
+// (policy.go, mutation.go); webhooks' matchConditions as theirs are
+// (conditions.go). Not here: reinvocation, matchPolicy Equivalent,
+// mutating webhooks on DELETE (validating ones are called),
+// deletecollection and CONNECT.
 package admission
 
 import (
@@ -38,6 +39,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	kjson "sigs.k8s.io/json"
 )
@@ -60,10 +62,11 @@ type Request struct {
 type Webhooks struct {
 	Registry *resource.Registry
 
-	mu        sync.Mutex
-	clients   map[string]*http.Client // by caBundle
-	policies  policyCache
-	mutations mutationCache
+	mu         sync.Mutex
+	clients    map[string]*http.Client // by caBundle
+	policies   policyCache
+	mutations  mutationCache
+	conditions conditionCache // of the webhooks
 }
 
 // defaultTimeout is a webhook's timeoutSeconds when it gives none.
@@ -82,9 +85,9 @@ func (w *Webhooks) Mutate(ctx context.Context, req *Request) (map[string]any, er
 		return obj, err
 	}
 	for _, c := range configs {
-		for _, hook := range c.Webhooks {
+		for i, hook := range c.Webhooks {
 			h := webhook{hook.Name, hook.ClientConfig, hook.Rules, hook.FailurePolicy, hook.NamespaceSelector, hook.ObjectSelector,
-				hook.SideEffects, hook.TimeoutSeconds, hook.AdmissionReviewVersions}
+				hook.SideEffects, hook.TimeoutSeconds, hook.AdmissionReviewVersions, w.conditions.get(&c.ObjectMeta, i, hook.MatchConditions)}
 			r := *req
 			r.Object = obj
 			resp, err := w.call(ctx, &h, &r)
@@ -117,9 +120,9 @@ func (w *Webhooks) Validate(ctx context.Context, req *Request) error {
 		return err
 	}
 	for _, c := range configs {
-		for _, hook := range c.Webhooks {
+		for i, hook := range c.Webhooks {
 			h := webhook{hook.Name, hook.ClientConfig, hook.Rules, hook.FailurePolicy, hook.NamespaceSelector, hook.ObjectSelector,
-				hook.SideEffects, hook.TimeoutSeconds, hook.AdmissionReviewVersions}
+				hook.SideEffects, hook.TimeoutSeconds, hook.AdmissionReviewVersions, w.conditions.get(&c.ObjectMeta, i, hook.MatchConditions)}
 			if _, err := w.call(ctx, &h, req); err != nil {
 				return err
 			}
@@ -148,15 +151,31 @@ type webhook struct {
 	sideEffects             *admissionregistrationv1.SideEffectClass
 	timeoutSeconds          *int32
 	admissionReviewVersions []string
+	conditions              *webhookConditions // nil: none
 }
 
 // call sends req to h if h matches it and returns h's response (nil if
 // it does not match, or failed and is ignored); a refusal or a failure
-// that fails the request is the error.
+// that fails the request is the error. Its matchConditions are evaluated
+// after its rules and selectors; one that fails to evaluate refuses the
+// request (Forbidden, with the conditions' errors) unless the webhook's
+// failurePolicy is Ignore, which skips it.
 func (w *Webhooks) call(ctx context.Context, h *webhook, req *Request) (*admissionv1.AdmissionResponse, error) {
 	matched, err := w.matches(ctx, h, req)
 	if err != nil || !matched {
 		return nil, err
+	}
+	if h.conditions != nil {
+		matched, err := h.conditions.match(req)
+		if err != nil {
+			if h.ignoresFailure() {
+				return nil, nil
+			}
+			return nil, apierrors.NewForbidden(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Plural}, req.Name, err)
+		}
+		if !matched {
+			return nil, nil
+		}
 	}
 	if req.DryRun && h.sideEffects != nil && *h.sideEffects != admissionregistrationv1.SideEffectClassNone &&
 		*h.sideEffects != admissionregistrationv1.SideEffectClassNoneOnDryRun {
@@ -164,7 +183,7 @@ func (w *Webhooks) call(ctx context.Context, h *webhook, req *Request) (*admissi
 	}
 	resp, err := w.send(ctx, h, req)
 	if err != nil {
-		if h.failurePolicy != nil && *h.failurePolicy == admissionregistrationv1.Ignore {
+		if h.ignoresFailure() {
 			return nil, nil
 		}
 		return nil, h.failed(err)
@@ -185,6 +204,11 @@ func (w *Webhooks) call(ctx context.Context, h *webhook, req *Request) (*admissi
 		return nil, &apierrors.StatusError{ErrStatus: status}
 	}
 	return resp, nil
+}
+
+// ignoresFailure says whether h's failurePolicy is Ignore.
+func (h *webhook) ignoresFailure() bool {
+	return h.failurePolicy != nil && *h.failurePolicy == admissionregistrationv1.Ignore
 }
 
 // failed is the error of a webhook that could not be called (failure
