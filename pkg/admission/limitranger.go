@@ -2,7 +2,6 @@ package admission
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 )
 
@@ -49,12 +49,9 @@ func enforceLimitRanges(ctx context.Context, b *Builtin, req *Request) error {
 	if err := b.list(ctx, "", "limitranges", req.Namespace, &ranges); err != nil || len(ranges) == 0 {
 		return err
 	}
-	data, err := json.Marshal(req.Object)
-	if err != nil {
-		return err
-	}
+	// Typed from the decoded object, not re-encoded to JSON text.
 	var pod corev1.Pod
-	if err := json.Unmarshal(data, &pod); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(req.Object, &pod); err != nil {
 		return err
 	}
 	for _, lr := range ranges {
