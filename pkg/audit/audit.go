@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/watchcache/watchcache/pkg/auth/filters"
 	"github.com/watchcache/watchcache/pkg/auth/user"
 	"github.com/watchcache/watchcache/pkg/requestinfo"
 	"gopkg.in/natefinch/lumberjack.v2"
@@ -145,7 +144,7 @@ func (l *Log) Decided(r *http.Request, allowed bool, reason string) {
 		decision = "allow"
 	}
 	rec.event.Annotations = map[string]string{"authorization.k8s.io/decision": decision, "authorization.k8s.io/reason": reason}
-	if filters.ImpersonatorFrom(r.Context()) != nil {
+	if user.ImpersonatorFrom(r.Context()) != nil {
 		impersonated := user.From(r.Context()).APIUserInfo()
 		rec.event.ImpersonatedUser = &impersonated
 	}

@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/watchcache/watchcache/pkg/auth/filters"
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/auth/user"
 	"github.com/watchcache/watchcache/pkg/requestinfo"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -64,8 +64,7 @@ func WithMaxInFlight(next http.Handler, maxReadOnly, maxMutating int) http.Handl
 			case sem <- struct{}{}:
 				defer func() { <-sem }()
 			default:
-				w.Header().Set("Retry-After", "1")
-				filters.WriteStatus(w, apierrors.NewTooManyRequests("Too many requests, please try again later.", 1))
+				apistatus.Write(w, apierrors.NewTooManyRequests("Too many requests, please try again later.", 1), apistatus.Subject{})
 				return
 			}
 		}
@@ -124,7 +123,7 @@ func WithRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 		case <-ctx.Done():
 			if tw.timeOut() {
 				err := apierrors.NewTimeoutError(fmt.Sprintf("request did not complete within requested timeout - %v", ctx.Err()), 0)
-				filters.WriteStatus(w, err)
+				apistatus.Write(w, err, apistatus.Subject{})
 				return
 			}
 			<-done // it has started answering: let it finish

@@ -11,9 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-
-	"github.com/watchcache/watchcache/pkg/auth/authorizer"
-	"github.com/watchcache/watchcache/pkg/auth/user"
 )
 
 // Info is what a request asks for.
@@ -146,15 +143,6 @@ func nameFromFieldSelector(selector string) (string, bool) {
 
 // isTrue is how the watch parameter reads as true.
 func isTrue(v string) bool { return v == "true" || v == "1" }
-
-// Attributes are the authorization attributes of the request from u.
-func (info *Info) Attributes(u *user.Info) authorizer.Attributes {
-	return authorizer.Attributes{
-		User: u, Verb: info.Verb, ResourceRequest: info.IsResourceRequest, Path: info.Path,
-		APIGroup: info.APIGroup, APIVersion: info.APIVersion, Namespace: info.Namespace,
-		Resource: info.Resource, Subresource: info.Subresource, Name: info.Name,
-	}
-}
 
 type contextKey struct{}
 

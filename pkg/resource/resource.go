@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/crdschema"
 	"github.com/watchcache/watchcache/pkg/object"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -316,4 +317,13 @@ func isDNSSubdomain(s string) bool {
 		}
 	}
 	return true
+}
+
+// Subject is what an error about the object name of r is about, for its
+// Status (apistatus.From); a nil r is "object".
+func (r *Resource) Subject(name string) apistatus.Subject {
+	if r == nil {
+		return apistatus.Subject{Name: name}
+	}
+	return apistatus.Subject{Group: r.Group, Resource: r.Plural, Kind: r.Kind, Name: name}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/resource"
 )
 
@@ -41,7 +42,7 @@ func ActionKey(res *resource.Resource, subresource string) string {
 func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, req *request) {
 	action := s.actions[ActionKey(req.res, req.subresource)]
 	if req.verb != "create" || action == nil {
-		writeError(w, methodNotAllowed(), req.res, req.name)
+		apistatus.Write(w, apistatus.MethodNotAllowed(), req.res.Subject(req.name))
 		return
 	}
 	// typed is the served resource of the body's kind, if there is one
@@ -59,12 +60,12 @@ func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, req *reques
 		}
 	}
 	if aerr != nil {
-		writeError(w, aerr, req.res, req.name)
+		apistatus.Write(w, aerr, req.res.Subject(req.name))
 		return
 	}
 	out, err := action(r.Context(), ActionRequest{Namespace: req.namespace, Name: req.name, Body: body, DryRun: req.dryRun})
 	if err != nil {
-		writeError(w, err, req.res, req.name)
+		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
 	writeJSON(w, http.StatusCreated, out)

@@ -8,6 +8,7 @@ import (
 	"reflect"
 
 	"github.com/watchcache/watchcache/pkg/admission"
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/auth/user"
 	"github.com/watchcache/watchcache/pkg/defaults"
 	"github.com/watchcache/watchcache/pkg/jsonmap"
@@ -97,7 +98,7 @@ func (s *Server) trackUpdate(req *request, old, obj map[string]any) (map[string]
 func asStored(res *resource.Resource, obj map[string]any) (map[string]any, error) {
 	typed := reflect.New(reflect.TypeOf(res.StrategicMergeType)).Interface()
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, typed); err != nil {
-		return nil, badRequest("the object is not a valid %s: %v", res.Kind, err)
+		return nil, apistatus.BadRequest("the object is not a valid %s: %v", res.Kind, err)
 	}
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
 }
@@ -110,12 +111,12 @@ func asStored(res *resource.Resource, obj map[string]any) (map[string]any, error
 func (s *Server) serverSideApply(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
 	body, aerr := readBody(r)
 	if aerr != nil {
-		writeError(w, aerr, req.res, req.name)
+		apistatus.Write(w, aerr, req.res.Subject(req.name))
 		return
 	}
 	mode, aerr := parseFieldValidation(r)
 	if aerr != nil {
-		writeError(w, aerr, req.res, req.name)
+		apistatus.Write(w, aerr, req.res.Subject(req.name))
 		return
 	}
 	patchJSON, err := yaml.YAMLToJSON(body)
@@ -124,16 +125,16 @@ func (s *Server) serverSideApply(w http.ResponseWriter, r *http.Request, req *re
 		err = kjson.UnmarshalCaseSensitivePreserveInts(patchJSON, &patch)
 	}
 	if err != nil || patch == nil {
-		writeError(w, badRequest("the apply patch is not a YAML or JSON object: %v", err), req.res, req.name)
+		apistatus.Write(w, apistatus.BadRequest("the apply patch is not a YAML or JSON object: %v", err), req.res.Subject(req.name))
 		return
 	}
 	if aerr := checkTypeMeta(patch, req.res); aerr != nil {
-		writeError(w, aerr, req.res, req.name)
+		apistatus.Write(w, aerr, req.res.Subject(req.name))
 		return
 	}
 	fm, err := s.fieldManager(req)
 	if err != nil {
-		writeError(w, err, req.res, req.name)
+		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
 	// Only duplicate fields are left to find once the apply succeeded: it
@@ -146,10 +147,10 @@ func (s *Server) serverSideApply(w http.ResponseWriter, r *http.Request, req *re
 	apply := func(live map[string]any) (map[string]any, error) {
 		out, err := fm.Apply(&unstructured.Unstructured{Object: live}, &unstructured.Unstructured{Object: jsonmap.DeepCopy(patch).(map[string]any)}, req.manager, req.force)
 		if err != nil {
-			return nil, notStatus(err)
+			return nil, apistatus.Unknown(err)
 		}
 		if duplicates != nil && mode == validationStrict {
-			return nil, badRequest("error strict decoding patch: %v", duplicates)
+			return nil, apistatus.BadRequest("error strict decoding patch: %v", duplicates)
 		}
 		warn = duplicates != nil
 		obj := out.(*unstructured.Unstructured).Object
@@ -180,7 +181,7 @@ func (s *Server) serverSideApply(w http.ResponseWriter, r *http.Request, req *re
 		live.SetGroupVersionKind(req.res.GroupVersionKind())
 		obj, err := apply(live.Object)
 		if err != nil {
-			writeError(w, err, req.res, req.name)
+			apistatus.Write(w, err, req.res.Subject(req.name))
 			return
 		}
 		data, _ := json.Marshal(obj)
@@ -198,7 +199,7 @@ func (s *Server) serverSideApply(w http.ResponseWriter, r *http.Request, req *re
 		updated, err = lifecycle.FinishUpdate(r.Context(), req.res, store, updated)
 	}
 	if err != nil {
-		writeError(w, err, req.res, req.name)
+		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
 	s.written(r.Context(), req, updated)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/jsonmap"
 	"github.com/watchcache/watchcache/pkg/lifecycle"
 	"github.com/watchcache/watchcache/pkg/object"
@@ -36,11 +37,11 @@ func (s *Server) bind(ctx context.Context, req ActionRequest) (any, error) {
 	}
 	switch {
 	case req.Name == "" && b.Name == "":
-		return nil, badRequest("Name parameter required.")
+		return nil, apistatus.BadRequest("Name parameter required.")
 	case req.Name != "" && b.Name != req.Name:
-		return nil, badRequest("name in URL does not match name in Binding object")
+		return nil, apistatus.BadRequest("name in URL does not match name in Binding object")
 	case b.Namespace != "" && b.Namespace != req.Namespace:
-		return nil, badRequest("the namespace of the provided object does not match the namespace sent on the request")
+		return nil, apistatus.BadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
 	var errs field.ErrorList
 	if b.Target.Kind != "" && b.Target.Kind != "Node" {
@@ -52,7 +53,7 @@ func (s *Server) bind(ctx context.Context, req ActionRequest) (any, error) {
 	if len(errs) > 0 {
 		// kube-apiserver returns the errors as they are, not as an
 		// Invalid Status: a 500 without a reason.
-		return nil, newAPIError(http.StatusInternalServerError, "", "%s", errs.ToAggregate())
+		return nil, apistatus.New(http.StatusInternalServerError, "", "%s", errs.ToAggregate())
 	}
 	var pre *storage.Preconditions
 	if b.UID != "" || b.ResourceVersion != "" {

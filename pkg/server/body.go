@@ -9,7 +9,9 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/resource"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kjson "sigs.k8s.io/json"
@@ -20,13 +22,13 @@ import (
 const maxBodyBytes = 3 << 20
 
 // readBody reads a request body, refusing more than maxBodyBytes (413).
-func readBody(r *http.Request) ([]byte, *apiError) {
+func readBody(r *http.Request) ([]byte, *apierrors.StatusError) {
 	data, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
 	if err != nil {
-		return nil, badRequest("reading the request body: %v", err)
+		return nil, apistatus.BadRequest("reading the request body: %v", err)
 	}
 	if len(data) > maxBodyBytes {
-		return nil, newAPIError(http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge,
+		return nil, apistatus.New(http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge,
 			"the request body is larger than the limit of %d bytes", maxBodyBytes)
 	}
 	return data, nil
@@ -43,14 +45,14 @@ func mediaType(r *http.Request) string {
 
 // readJSONBody reads an object body of the given kind as JSON: JSON as
 // is, protobuf (built-in kinds only) converted; other media types are 415.
-func readJSONBody(r *http.Request, kind string, builtin bool) ([]byte, *apiError) {
+func readJSONBody(r *http.Request, kind string, builtin bool) ([]byte, *apierrors.StatusError) {
 	mt := mediaType(r)
 	if mt != "application/json" && mt != "" && (mt != protobufType || !builtin) {
 		accepted := "application/json"
 		if builtin {
 			accepted += ", " + protobufType
 		}
-		return nil, newAPIError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
+		return nil, apistatus.New(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
 			"the body of the request was in an unknown format - accepted media types include: %s", accepted)
 	}
 	body, aerr := readBody(r)
@@ -62,8 +64,8 @@ func readJSONBody(r *http.Request, kind string, builtin bool) ([]byte, *apiError
 
 // cannotHandle is kube-apiserver's 400 for a body its decoder refuses: the
 // body's kind and version, the kind the request takes, and why.
-func cannotHandle(kind, version, want string, err error) *apiError {
-	return badRequest("%s in version %q cannot be handled as a %s: %v", kind, version, want, err)
+func cannotHandle(kind, version, want string, err error) *apierrors.StatusError {
+	return apistatus.BadRequest("%s in version %q cannot be handled as a %s: %v", kind, version, want, err)
 }
 
 // fieldValidation is the fieldValidation query parameter.
@@ -75,14 +77,14 @@ const (
 	validationIgnore fieldValidation = "Ignore"
 )
 
-func parseFieldValidation(r *http.Request) (fieldValidation, *apiError) {
+func parseFieldValidation(r *http.Request) (fieldValidation, *apierrors.StatusError) {
 	switch v := fieldValidation(r.URL.Query().Get("fieldValidation")); v {
 	case "":
 		return validationWarn, nil // kube-apiserver's default
 	case validationStrict, validationWarn, validationIgnore:
 		return v, nil
 	default:
-		return "", badRequest("fieldValidation %q is invalid: must be Strict, Warn or Ignore", v)
+		return "", apistatus.BadRequest("fieldValidation %q is invalid: must be Strict, Warn or Ignore", v)
 	}
 }
 
@@ -90,12 +92,12 @@ func parseFieldValidation(r *http.Request) (fieldValidation, *apiError) {
 // reports its unknown and duplicate fields as fieldValidation says: a 400
 // (Strict) or warnings (Warn); a built-in kind's body that does not decode
 // into its type is a 400 whatever the mode, as kube-apiserver answers.
-func decodeObject(w http.ResponseWriter, data []byte, res *resource.Resource, mode fieldValidation) (map[string]any, *apiError) {
+func decodeObject(w http.ResponseWriter, data []byte, res *resource.Resource, mode fieldValidation) (map[string]any, *apierrors.StatusError) {
 	obj, problems, err := decodeFields(data, res, mode)
 	if err == nil && mode == validationStrict && len(problems) > 0 {
 		err = runtime.NewStrictDecodingError(problems)
 	}
-	var aerr *apiError
+	var aerr *apierrors.StatusError
 	switch {
 	case errors.As(err, &aerr):
 		return nil, aerr
@@ -114,14 +116,14 @@ func decodeObject(w http.ResponseWriter, data []byte, res *resource.Resource, mo
 // also prunes their metadata) or, having none, only in metadata. A
 // built-in kind's object that does not decode into its type is the error
 // of that decoding ("json: cannot unmarshal ..."); data that is no JSON
-// object, a 400 *apiError.
+// object, a 400 *apierrors.StatusError.
 func decodeFields(data []byte, res *resource.Resource, mode fieldValidation) (map[string]any, []error, error) {
 	var obj map[string]any
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &obj); err != nil {
-		return nil, nil, badRequest("the request body is not a JSON object: %v", err)
+		return nil, nil, apistatus.BadRequest("the request body is not a JSON object: %v", err)
 	}
 	if obj == nil {
-		return nil, nil, badRequest("the request body is not a JSON object")
+		return nil, nil, apistatus.BadRequest("the request body is not a JSON object")
 	}
 	var pruned []string
 	if res.CustomSchema != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/lifecycle"
 	"github.com/watchcache/watchcache/pkg/storage"
 	"github.com/watchcache/watchcache/pkg/strategy"
@@ -54,21 +55,21 @@ var undeletable = map[string]struct {
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
 	opts, aerr := readDeleteOptions(r)
 	if aerr != nil {
-		writeError(w, aerr, req.res, req.name)
+		apistatus.Write(w, aerr, req.res.Subject(req.name))
 		return
 	}
 	if u, ok := undeletable[req.res.Group+"/"+req.res.Plural]; ok && slices.Contains(u.names, req.name) {
-		writeError(w, apierrors.NewForbidden(schema.GroupResource{Group: req.res.Group, Resource: req.res.Plural}, req.name, errors.New(u.reason)), req.res, req.name)
+		apistatus.Write(w, apierrors.NewForbidden(schema.GroupResource{Group: req.res.Group, Resource: req.res.Plural}, req.name, errors.New(u.reason)), req.res.Subject(req.name))
 		return
 	}
 	req.dryRun = opts.dryRun
 	if err := s.admitDelete(r.Context(), req, store); err != nil {
-		writeError(w, err, req.res, req.name)
+		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
 	deleted, err := lifecycle.Delete(r.Context(), req.res, req.writeStore(store), req.key(), opts.pre, opts.deletion, nil)
 	if err != nil {
-		writeError(w, err, req.res, req.name)
+		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
 	s.written(r.Context(), req, deleted)
@@ -85,12 +86,12 @@ type deleteOptions struct {
 // readDeleteOptions reads a delete's DeleteOptions: its query parameters
 // (gracePeriodSeconds, propagationPolicy, ... as kubectl may send them),
 // then its optional body, validated as kube-apiserver validates them.
-func readDeleteOptions(r *http.Request) (deleteOptions, *apiError) {
+func readDeleteOptions(r *http.Request) (deleteOptions, *apierrors.StatusError) {
 	out := deleteOptions{deletion: strategy.Deletion{Now: time.Now()}}
 	var opts metav1.DeleteOptions
 	query := r.URL.Query()
 	if err := metav1.Convert_url_Values_To_v1_DeleteOptions(&query, &opts, nil); err != nil {
-		return out, badRequest("the query parameters are not valid DeleteOptions: %v", err)
+		return out, apistatus.BadRequest("the query parameters are not valid DeleteOptions: %v", err)
 	}
 	body, aerr := readBody(r)
 	if aerr != nil {
@@ -99,14 +100,14 @@ func readDeleteOptions(r *http.Request) (deleteOptions, *apiError) {
 	if len(body) > 0 {
 		if mediaType(r) == protobufType {
 			if _, _, err := protobufDecoder.Decode(body, nil, &opts); err != nil {
-				return out, badRequest("the request body is not valid DeleteOptions: %v", err)
+				return out, apistatus.BadRequest("the request body is not valid DeleteOptions: %v", err)
 			}
 		} else if err := json.Unmarshal(body, &opts); err != nil {
-			return out, badRequest("the request body is not valid DeleteOptions: %v", err)
+			return out, apistatus.BadRequest("the request body is not valid DeleteOptions: %v", err)
 		}
 	}
 	if errs := metav1validation.ValidateDeleteOptions(&opts); len(errs) > 0 {
-		return out, toAPIError(apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs), nil, "")
+		return out, apistatus.From(apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs), apistatus.Subject{})
 	}
 	out.dryRun = len(opts.DryRun) > 0 // validated: All
 	out.deletion.GracePeriodSeconds = opts.GracePeriodSeconds
@@ -125,18 +126,18 @@ func readDeleteOptions(r *http.Request) (deleteOptions, *apiError) {
 func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
 	p, aerr := parseListParams(r.URL.Query(), req.res, s.sharding)
 	if aerr != nil {
-		writeError(w, aerr, req.res, "")
+		apistatus.Write(w, aerr, req.res.Subject(""))
 		return
 	}
 	opts, aerr := readDeleteOptions(r)
 	if aerr != nil {
-		writeError(w, aerr, req.res, "")
+		apistatus.Write(w, aerr, req.res.Subject(""))
 		return
 	}
 	req.dryRun = opts.dryRun
 	deleted, err := lifecycle.DeleteAll(r.Context(), req.res, req.writeStore(store), req.scope(), p.opts, opts.deletion)
 	if err != nil {
-		writeError(w, err, req.res, "")
+		apistatus.Write(w, err, req.res.Subject(""))
 		return
 	}
 	s.wroteAt(r.Context(), req, deleted.ResourceVersion)

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
@@ -69,7 +70,7 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
 	case len(parts) == 2 && parts[0] == "apis":
 		versions, ok := s.registry.Groups()[parts[1]]
 		if !ok {
-			writeError(w, notFoundPath(), nil, "")
+			apistatus.Write(w, apistatus.NotFoundPath(), apistatus.Subject{})
 			return
 		}
 		group := s.apiGroup(parts[1], versions)
@@ -78,12 +79,12 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
 	case len(parts) == 3 && parts[0] == "apis":
 		list := s.resourceList(parts[1] + "/" + parts[2])
 		if len(list.APIResources) == 0 {
-			writeError(w, notFoundPath(), nil, "")
+			apistatus.Write(w, apistatus.NotFoundPath(), apistatus.Subject{})
 			return
 		}
 		writeJSON(w, http.StatusOK, list)
 	default:
-		writeError(w, notFoundPath(), nil, "")
+		apistatus.Write(w, apistatus.NotFoundPath(), apistatus.Subject{})
 	}
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/apply"
 	"github.com/watchcache/watchcache/pkg/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,7 +30,7 @@ var writeOptionsKinds = map[string]string{"create": "CreateOptions", "update": "
 // and PatchOptions: dryRun ("All" is the one value) into req.dryRun,
 // fieldManager (required for an apply; else taken from the User-Agent)
 // into req.manager, force (for an apply only) into req.force.
-func parseWriteOptions(r *http.Request, req *request) *apiError {
+func parseWriteOptions(r *http.Request, req *request) *apierrors.StatusError {
 	kind, isWrite := writeOptionsKinds[req.verb]
 	if !isWrite {
 		return nil
@@ -48,7 +49,7 @@ func parseWriteOptions(r *http.Request, req *request) *apiError {
 			metav1validation.ValidateFieldManager(opts.FieldManager, field.NewPath("fieldManager"))...)
 	}
 	if len(errs) > 0 {
-		return toAPIError(apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs), nil, "")
+		return apistatus.From(apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs), apistatus.Subject{})
 	}
 	req.dryRun = len(opts.DryRun) > 0
 	req.manager = apply.ManagerName(opts.FieldManager, r.UserAgent())

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
@@ -71,7 +72,7 @@ func (e *eventEncoder) appendEvent(buf []byte, ev storage.Event) []byte {
 	case storage.EventBookmark:
 		buf = e.appendBookmark(buf, ev)
 	case storage.EventError:
-		data, _ := json.Marshal(&toAPIError(ev.Err, e.res, "").status)
+		data, _ := json.Marshal(&apistatus.From(ev.Err, e.res.Subject("")).ErrStatus)
 		buf = append(buf, data...)
 	default:
 		if e.table != nil {

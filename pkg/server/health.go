@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/watchcache/watchcache/pkg/apistatus"
 )
 
 // HealthCheck is a named check of /livez, /readyz or /healthz.
@@ -51,7 +53,7 @@ func (s *Server) serveHealth(endpoint string, checks []HealthCheck) http.Handler
 		if name, one := strings.CutPrefix(r.URL.Path, "/"+endpoint+"/"); one {
 			i := slices.IndexFunc(checks, func(c HealthCheck) bool { return c.Name == name })
 			if i < 0 {
-				writeError(w, notFoundPath(), nil, "")
+				apistatus.Write(w, apistatus.NotFoundPath(), apistatus.Subject{})
 				return
 			}
 			if err := runCheck(r.Context(), checks[i]); err != nil {

@@ -6,13 +6,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/resource"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // metadataOf returns obj's metadata map, creating it if absent.
-func metadataOf(obj map[string]any) (map[string]any, *apiError) {
+func metadataOf(obj map[string]any) (map[string]any, *apierrors.StatusError) {
 	switch m := obj["metadata"].(type) {
 	case map[string]any:
 		return m, nil
@@ -21,25 +23,25 @@ func metadataOf(obj map[string]any) (map[string]any, *apiError) {
 		obj["metadata"] = created
 		return created, nil
 	default:
-		return nil, badRequest("metadata must be an object")
+		return nil, apistatus.BadRequest("metadata must be an object")
 	}
 }
 
 // stringField returns m[k] if it is a string (or absent: "").
-func stringField(m map[string]any, k string) (string, *apiError) {
+func stringField(m map[string]any, k string) (string, *apierrors.StatusError) {
 	switch v := m[k].(type) {
 	case nil:
 		return "", nil
 	case string:
 		return v, nil
 	default:
-		return "", badRequest("metadata.%s must be a string", k)
+		return "", apistatus.BadRequest("metadata.%s must be a string", k)
 	}
 }
 
 // checkTypeMeta fills in apiVersion and kind, or rejects values that do not
 // match the resource of the path.
-func checkTypeMeta(obj map[string]any, res *resource.Resource) *apiError {
+func checkTypeMeta(obj map[string]any, res *resource.Resource) *apierrors.StatusError {
 	for field, want := range map[string]string{"apiVersion": res.GroupVersion(), "kind": res.Kind} {
 		switch v := obj[field].(type) {
 		case nil:
@@ -48,10 +50,10 @@ func checkTypeMeta(obj map[string]any, res *resource.Resource) *apiError {
 			if v == "" {
 				obj[field] = want
 			} else if v != want {
-				return badRequest("the %s of the object (%s) does not match the %s of the request (%s)", field, v, field, want)
+				return apistatus.BadRequest("the %s of the object (%s) does not match the %s of the request (%s)", field, v, field, want)
 			}
 		default:
-			return badRequest("%s must be a string", field)
+			return apistatus.BadRequest("%s must be a string", field)
 		}
 	}
 	return nil
@@ -59,7 +61,7 @@ func checkTypeMeta(obj map[string]any, res *resource.Resource) *apiError {
 
 // checkIdentity makes the object's namespace and name those of the path:
 // filled in when absent, an error when different.
-func checkIdentity(meta map[string]any, req *request) *apiError {
+func checkIdentity(meta map[string]any, req *request) *apierrors.StatusError {
 	ns, err := stringField(meta, "namespace")
 	if err != nil {
 		return err
@@ -67,13 +69,13 @@ func checkIdentity(meta map[string]any, req *request) *apiError {
 	switch {
 	case !req.res.Namespaced:
 		if ns != "" {
-			return badRequest("%s is cluster-scoped: metadata.namespace must be empty, got %q", req.res.Plural, ns)
+			return apistatus.BadRequest("%s is cluster-scoped: metadata.namespace must be empty, got %q", req.res.Plural, ns)
 		}
 		delete(meta, "namespace")
 	case ns == "":
 		meta["namespace"] = req.namespace
 	case ns != req.namespace:
-		return badRequest("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", ns, req.namespace)
+		return apistatus.BadRequest("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", ns, req.namespace)
 	}
 	if req.name == "" {
 		return nil
@@ -86,14 +88,14 @@ func checkIdentity(meta map[string]any, req *request) *apiError {
 	case name == "":
 		meta["name"] = req.name
 	case name != req.name:
-		return badRequest("the name of the object (%s) does not match the name on the URL (%s)", name, req.name)
+		return apistatus.BadRequest("the name of the object (%s) does not match the name on the URL (%s)", name, req.name)
 	}
 	return nil
 }
 
 // validateName applies kube-apiserver's naming rules: namespaces are DNS
 // labels, everything else DNS subdomains.
-func validateName(res *resource.Resource, name string) *apiError {
+func validateName(res *resource.Resource, name string) *apierrors.StatusError {
 	var problems []string
 	if res.Group == "" && res.Plural == "namespaces" {
 		problems = validation.IsDNS1123Label(name)
@@ -108,7 +110,7 @@ func validateName(res *resource.Resource, name string) *apiError {
 
 // prepareCreate readies a new object's metadata: generated name, uid,
 // creationTimestamp. It returns the object's name.
-func prepareCreate(obj map[string]any, req *request) (string, *apiError) {
+func prepareCreate(obj map[string]any, req *request) (string, *apierrors.StatusError) {
 	if err := checkTypeMeta(obj, req.res); err != nil {
 		return "", err
 	}
@@ -157,7 +159,7 @@ func randomSuffix() string {
 // preserveSystemFields carries uid and creationTimestamp over from the
 // current object into an updated one: clients may omit them but not
 // change them.
-func preserveSystemFields(meta map[string]any, res *resource.Resource, uid, created string) *apiError {
+func preserveSystemFields(meta map[string]any, res *resource.Resource, uid, created string) *apierrors.StatusError {
 	name, _ := stringField(meta, "name")
 	if v, _ := stringField(meta, "uid"); v != "" && v != uid {
 		return invalid(res, name, "metadata.uid", fmt.Sprintf("Invalid value: %q: field is immutable", v))

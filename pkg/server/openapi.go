@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/apply"
 	"github.com/watchcache/watchcache/pkg/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -151,7 +152,7 @@ func (docs *openAPIDocs) groupVersion(key string) *groupVersionDoc {
 // serveOpenAPI serves /openapi/v2, /openapi/v3 and the documents below it.
 func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		writeError(w, newAPIError(http.StatusMethodNotAllowed, "MethodNotAllowed", "method %s is not allowed", r.Method), nil, "")
+		apistatus.Write(w, apistatus.New(http.StatusMethodNotAllowed, "MethodNotAllowed", "method %s is not allowed", r.Method), apistatus.Subject{})
 		return
 	}
 	if r.URL.Path == "/openapi/v2" {
@@ -165,14 +166,14 @@ func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 	key, ok := strings.CutPrefix(r.URL.Path, "/openapi/v3/")
 	gv := s.openapi.Load().gv[key]
 	if !ok || gv == nil {
-		writeError(w, notFoundPath(), nil, "")
+		apistatus.Write(w, apistatus.NotFoundPath(), apistatus.Subject{})
 		return
 	}
 	doc := gv.doc()
 	w.Header().Set("Vary", "Accept")
 	if !acceptsJSON(r.Header.Get("Accept")) {
-		writeError(w, newAPIError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable,
-			"OpenAPI documents are only served as application/json"), nil, "")
+		apistatus.Write(w, apistatus.New(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable,
+			"OpenAPI documents are only served as application/json"), apistatus.Subject{})
 		return
 	}
 	if hash := r.URL.Query().Get("hash"); hash != "" {

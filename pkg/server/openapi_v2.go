@@ -11,6 +11,7 @@ import (
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
 	"github.com/munnerz/goautoneg"
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	"google.golang.org/protobuf/proto"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -257,7 +258,7 @@ func serveSwagger(w http.ResponseWriter, r *http.Request, docs *openAPIDocs) {
 		}
 		v2, err := docs.v2()
 		if err != nil {
-			writeError(w, newAPIError(http.StatusInternalServerError, metav1.StatusReasonInternalError, "%v", err), nil, "")
+			apistatus.Write(w, apistatus.New(http.StatusInternalServerError, metav1.StatusReasonInternalError, "%v", err), apistatus.Subject{})
 			return
 		}
 		if protobuf {
@@ -267,6 +268,6 @@ func serveSwagger(w http.ResponseWriter, r *http.Request, docs *openAPIDocs) {
 		}
 		return
 	}
-	writeError(w, newAPIError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable,
-		"the OpenAPI v2 document is served as application/json or %s", swaggerProtobufType), nil, "")
+	apistatus.Write(w, apistatus.New(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable,
+		"the OpenAPI v2 document is served as application/json or %s", swaggerProtobufType), apistatus.Subject{})
 }

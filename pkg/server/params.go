@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -41,12 +43,12 @@ func fieldLabelConversion(res *resource.Resource) fields.TransformFunc {
 // option combinations are validated later by the storage tables.
 // shardSelector is read only if sharding (the ShardedListAndWatch gate)
 // is on; it is ignored otherwise, as a server without the feature does.
-func parseListParams(q url.Values, res *resource.Resource, sharding bool) (*listParams, *apiError) {
+func parseListParams(q url.Values, res *resource.Resource, sharding bool) (*listParams, *apierrors.StatusError) {
 	p := &listParams{}
 	p.opts.ResourceVersion = q.Get("resourceVersion")
 	p.opts.ResourceVersionMatch = metav1.ResourceVersionMatch(q.Get("resourceVersionMatch"))
 	p.opts.Continue = q.Get("continue")
-	var err *apiError
+	var err *apierrors.StatusError
 	if p.opts.Limit, err = intParam(q, "limit"); err != nil {
 		return nil, err
 	}
@@ -54,29 +56,29 @@ func parseListParams(q url.Values, res *resource.Resource, sharding bool) (*list
 		return nil, err
 	}
 	if p.opts.Limit < 0 || p.timeoutSeconds < 0 {
-		return nil, badRequest("limit and timeoutSeconds must not be negative")
+		return nil, apistatus.BadRequest("limit and timeoutSeconds must not be negative")
 	}
 	if s := q.Get("labelSelector"); s != "" {
 		sel, perr := labels.Parse(s)
 		if perr != nil {
-			return nil, badRequest("unable to parse requirement: invalid labelSelector %q: %v", s, perr)
+			return nil, apistatus.BadRequest("unable to parse requirement: invalid labelSelector %q: %v", s, perr)
 		}
 		p.opts.Labels = sel
 	}
 	if s := q.Get("fieldSelector"); s != "" {
 		sel, perr := fields.ParseSelector(s)
 		if perr != nil {
-			return nil, badRequest("invalid fieldSelector %q: %v", s, perr)
+			return nil, apistatus.BadRequest("invalid fieldSelector %q: %v", s, perr)
 		}
 		if sel, perr = sel.Transform(fieldLabelConversion(res)); perr != nil {
-			return nil, badRequest("%v", perr)
+			return nil, apistatus.BadRequest("%v", perr)
 		}
 		p.opts.Fields = sel
 	}
 	if s := q.Get("shardSelector"); s != "" && sharding {
 		sel, perr := storage.ParseShardSelector(s)
 		if perr != nil {
-			return nil, badRequest("invalid shard selector: %v", perr)
+			return nil, apistatus.BadRequest("invalid shard selector: %v", perr)
 		}
 		p.opts.Shard = sel
 	}
@@ -93,26 +95,26 @@ func parseListParams(q url.Values, res *resource.Resource, sharding bool) (*list
 	return p, nil
 }
 
-func intParam(q url.Values, name string) (int64, *apiError) {
+func intParam(q url.Values, name string) (int64, *apierrors.StatusError) {
 	s := q.Get(name)
 	if s == "" {
 		return 0, nil
 	}
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return 0, badRequest("invalid %s %q: must be an integer", name, s)
+		return 0, apistatus.BadRequest("invalid %s %q: must be an integer", name, s)
 	}
 	return v, nil
 }
 
-func boolParam(q url.Values, name string) (bool, *apiError) {
+func boolParam(q url.Values, name string) (bool, *apierrors.StatusError) {
 	switch s := q.Get(name); s {
 	case "", "false", "0":
 		return false, nil
 	case "true", "1":
 		return true, nil
 	default:
-		return false, badRequest("invalid %s %q: must be true or false", name, s)
+		return false, apistatus.BadRequest("invalid %s %q: must be true or false", name, s)
 	}
 }
 

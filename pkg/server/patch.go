@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -31,7 +32,7 @@ const (
 // checkPatchType accepts JSON patch and merge patch for every resource and
 // strategic merge patch for built-in kinds (custom resources have no patch
 // strategy, so kube-apiserver answers 415 for them too).
-func checkPatchType(mt string, res *resource.Resource) *apiError {
+func checkPatchType(mt string, res *resource.Resource) *apierrors.StatusError {
 	switch {
 	case mt == jsonPatchType, mt == mergePatchType:
 		return nil
@@ -42,7 +43,7 @@ func checkPatchType(mt string, res *resource.Resource) *apiError {
 	if res.StrategicMergeType != nil {
 		supported += ", " + strategicPatchType
 	}
-	return newAPIError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
+	return apistatus.New(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
 		"the body of the request was in an unknown format - accepted media types include: %s", supported)
 }
 
@@ -51,12 +52,12 @@ func checkPatchType(mt string, res *resource.Resource) *apiError {
 // 400 and one that does not apply a 422 without detail; a strategic merge
 // patch of a bad form a 400, one that cannot be merged a 422, and any
 // other failure a 500.
-func applyPatch(mt string, doc, patch []byte, res *resource.Resource) ([]byte, *apiError) {
+func applyPatch(mt string, doc, patch []byte, res *resource.Resource) ([]byte, *apierrors.StatusError) {
 	switch mt {
 	case jsonPatchType:
 		p, err := jsonpatch.DecodePatch(patch)
 		if err != nil {
-			return nil, badRequest("%v", err)
+			return nil, apistatus.BadRequest("%v", err)
 		}
 		out, err := p.Apply(doc)
 		if err != nil {
@@ -71,23 +72,23 @@ func applyPatch(mt string, doc, patch []byte, res *resource.Resource) ([]byte, *
 		case errors.Is(err, mergepatch.ErrBadJSONDoc), errors.Is(err, mergepatch.ErrBadPatchFormatForPrimitiveList),
 			errors.Is(err, mergepatch.ErrBadPatchFormatForRetainKeys), errors.Is(err, mergepatch.ErrBadPatchFormatForSetElementOrderList),
 			errors.Is(err, mergepatch.ErrUnsupportedStrategicMergePatchFormat):
-			return nil, badRequest("%v", err)
+			return nil, apistatus.BadRequest("%v", err)
 		case errors.Is(err, mergepatch.ErrNoListOfLists), errors.Is(err, mergepatch.ErrPatchContentNotMatchRetainKeys):
 			return nil, unprocessable(err)
 		}
-		return nil, toAPIError(notStatus(err), res, "")
+		return nil, apistatus.From(apistatus.Unknown(err), res.Subject(""))
 	}
 	out, err := jsonpatch.MergePatch(doc, patch)
 	if err != nil {
-		return nil, badRequest("%v", err)
+		return nil, apistatus.BadRequest("%v", err)
 	}
 	return out, nil
 }
 
 // unprocessable is kube-apiserver's 422 for a patch that cannot be
 // applied: a generic message, err's text in no detail.
-func unprocessable(err error) *apiError {
-	return toAPIError(apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false), nil, "")
+func unprocessable(err error) *apierrors.StatusError {
+	return apistatus.From(apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false), apistatus.Subject{})
 }
 
 // patchRequest is a JSON, merge or strategic merge patch with its
@@ -114,7 +115,7 @@ type jsonPatchOp struct {
 // or does not decode as its type's patch (a strategic merge patch always
 // decoded, others when checking fields: fieldValidation Strict or Warn),
 // as kube-apiserver answers.
-func readPatch(r *http.Request, mt string) (*patchRequest, *apiError) {
+func readPatch(r *http.Request, mt string) (*patchRequest, *apierrors.StatusError) {
 	body, aerr := readBody(r)
 	if aerr != nil {
 		return nil, aerr
@@ -124,7 +125,7 @@ func readPatch(r *http.Request, mt string) (*patchRequest, *apiError) {
 		return nil, aerr
 	}
 	if !json.Valid(body) {
-		return nil, badRequest("invalid JSON patch")
+		return nil, apistatus.BadRequest("invalid JSON patch")
 	}
 	var err error
 	switch {
@@ -146,11 +147,11 @@ func readPatch(r *http.Request, mt string) (*patchRequest, *apiError) {
 	}
 	switch {
 	case err != nil && mt == strategicPatchType:
-		return nil, badRequest("%v", err)
+		return nil, apistatus.BadRequest("%v", err)
 	case err != nil:
 		// kube-apiserver decodes the operations as its handlers package's
 		// jsonPatchOp, which its message names.
-		return nil, badRequest("error decoding patch: %s", strings.ReplaceAll(err.Error(), "server.jsonPatchOp", "handlers.jsonPatchOp"))
+		return nil, apistatus.BadRequest("error decoding patch: %s", strings.ReplaceAll(err.Error(), "server.jsonPatchOp", "handlers.jsonPatchOp"))
 	}
 	return p, nil
 }
@@ -177,10 +178,10 @@ func (p *patchRequest) applyTo(cur *object.Object, res *resource.Resource) (map[
 	if err == nil && p.mode == validationStrict && len(problems) > 0 {
 		err = runtime.NewStrictDecodingError(problems)
 	}
-	var invalid *apiError
+	var invalid *apierrors.StatusError
 	if err != nil && !errors.As(err, &invalid) {
-		err = toAPIError(apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{
-			field.Invalid(field.NewPath("patch"), p.shown(cur, res), err.Error())}), res, "")
+		err = apistatus.From(apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{
+			field.Invalid(field.NewPath("patch"), p.shown(cur, res), err.Error())}), res.Subject(""))
 	}
 	return obj, problems, err
 }
@@ -191,7 +192,7 @@ func (p *patchRequest) applyTo(cur *object.Object, res *resource.Resource) (map[
 func decodeConverted(patched []byte, res *resource.Resource, mode fieldValidation) (map[string]any, []error, error) {
 	var obj map[string]any
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(patched, &obj); err != nil {
-		return nil, nil, badRequest("the patched object is not a JSON object: %v", err)
+		return nil, nil, apistatus.BadRequest("the patched object is not a JSON object: %v", err)
 	}
 	typed := reflect.New(reflect.TypeOf(res.StrategicMergeType)).Interface()
 	err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, typed, mode != validationIgnore)

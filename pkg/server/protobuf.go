@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -18,6 +19,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -46,17 +48,17 @@ var protobufDecoder = func() runtime.Decoder {
 }()
 
 // protobufToJSON converts a protobuf body into JSON, checking its kind.
-func protobufToJSON(data []byte, kind string) ([]byte, *apiError) {
+func protobufToJSON(data []byte, kind string) ([]byte, *apierrors.StatusError) {
 	obj, gvk, err := protobufDecoder.Decode(data, nil, nil)
 	if err != nil {
-		return nil, badRequest("the protobuf request body cannot be decoded: %v", err)
+		return nil, apistatus.BadRequest("the protobuf request body cannot be decoded: %v", err)
 	}
 	if gvk.Kind != kind {
-		return nil, badRequest("the kind of the object (%s) does not match the kind of the request (%s)", gvk.Kind, kind)
+		return nil, apistatus.BadRequest("the kind of the object (%s) does not match the kind of the request (%s)", gvk.Kind, kind)
 	}
 	out, err := json.Marshal(obj)
 	if err != nil {
-		return nil, badRequest("the protobuf request body cannot be converted: %v", err)
+		return nil, apistatus.BadRequest("the protobuf request body cannot be converted: %v", err)
 	}
 	return out, nil
 }

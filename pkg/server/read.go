@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
 )
@@ -15,7 +16,7 @@ import (
 func (s *Server) get(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
 	obj, err := store.Get(r.Context(), req.key(), storage.GetOptions{ResourceVersion: r.URL.Query().Get("resourceVersion")})
 	if err != nil {
-		writeError(w, err, req.res, req.name)
+		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
 	if t := tableRequest(r); t != nil {
@@ -28,14 +29,14 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req *request, store
 func (s *Server) list(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
 	p, aerr := parseListParams(r.URL.Query(), req.res, s.sharding)
 	if aerr != nil {
-		writeError(w, aerr, req.res, "")
+		apistatus.Write(w, aerr, req.res.Subject(""))
 		return
 	}
 	opts := p.opts
 	opts.Stream = true // encoded as it is read
 	list, err := store.GetList(r.Context(), req.scope(), opts)
 	if err != nil {
-		writeError(w, err, req.res, "")
+		apistatus.Write(w, err, req.res.Subject(""))
 		return
 	}
 	enc := jsonList(req.res.ListKind(), req.res.GroupVersion())
@@ -58,7 +59,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req *request, stor
 func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
 	p, aerr := parseListParams(r.URL.Query(), req.res, s.sharding)
 	if aerr != nil {
-		writeError(w, aerr, req.res, "")
+		apistatus.Write(w, aerr, req.res.Subject(""))
 		return
 	}
 	opts := p.opts
@@ -73,7 +74,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *request, sto
 	defer cancel()
 	watcher, err := store.Watch(ctx, req.scope(), opts)
 	if err != nil {
-		writeError(w, err, req.res, req.name)
+		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
 	defer watcher.Stop()

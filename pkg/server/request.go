@@ -3,8 +3,10 @@ package server
 import (
 	"net/http"
 
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/requestinfo"
 	"github.com/watchcache/watchcache/pkg/resource"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // request is a parsed resource request.
@@ -35,10 +37,10 @@ func (r *request) scope() string { return r.res.Scope(r.namespace) }
 // parseResourcePath turns the request's Info (what authorization saw) into
 // a request of a served resource: [namespaces/{ns}/]{plural}[/{name}[/{sub}]]
 // after /api/v1 or /apis/{group}/{version}.
-func (s *Server) parseResourcePath(r *http.Request) (*request, *apiError) {
+func (s *Server) parseResourcePath(r *http.Request) (*request, *apierrors.StatusError) {
 	info := requestinfo.From(r)
 	if !info.IsResourceRequest || len(info.Parts) > 3 {
-		return nil, notFoundPath()
+		return nil, apistatus.NotFoundPath()
 	}
 	req := &request{verb: info.Verb, subresource: info.Subresource}
 	if len(info.Parts) >= 2 {
@@ -49,20 +51,20 @@ func (s *Server) parseResourcePath(r *http.Request) (*request, *apiError) {
 	}
 	req.res = s.registry.Lookup(info.APIGroup, info.APIVersion, info.Resource)
 	if req.res == nil || (req.namespace != "" && !req.res.Namespaced) {
-		return nil, notFoundPath()
+		return nil, apistatus.NotFoundPath()
 	}
 	if req.res.Namespaced && req.name != "" && req.namespace == "" {
-		return nil, notFoundPath()
+		return nil, apistatus.NotFoundPath()
 	}
 	if req.subresource != "" && s.actions[ActionKey(req.res, req.subresource)] == nil && !hasStoredSubresource(req.res, req.subresource) {
-		return nil, notFoundPath()
+		return nil, apistatus.NotFoundPath()
 	}
 	if req.verb == "" {
-		return nil, methodNotAllowed()
+		return nil, apistatus.MethodNotAllowed()
 	}
 	watchParam := isTrue(r.URL.Query().Get("watch"))
 	if (info.WatchPath || watchParam) && r.Method != http.MethodGet {
-		return nil, badRequest("watch is only allowed with GET")
+		return nil, apistatus.BadRequest("watch is only allowed with GET")
 	}
 	if watchParam {
 		req.verb = "watch" // also on a named GET, which watches that object
@@ -70,7 +72,7 @@ func (s *Server) parseResourcePath(r *http.Request) (*request, *apiError) {
 	if req.verb == "create" && (req.name != "" && req.subresource == "" || req.res.Namespaced && req.namespace == "") ||
 		(req.verb == "update" || req.verb == "patch") && req.name == "" ||
 		req.subresource == "" && !req.res.Allows(req.verb) {
-		return nil, methodNotAllowed()
+		return nil, apistatus.MethodNotAllowed()
 	}
 	return req, nil
 }

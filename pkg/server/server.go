@@ -6,7 +6,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"github.com/watchcache/watchcache/pkg/admission"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -15,6 +14,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/watchcache/watchcache/pkg/admission"
+	"github.com/watchcache/watchcache/pkg/apistatus"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/watchcache/watchcache/pkg/resource"
@@ -155,7 +157,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := s.parseResourcePath(r)
 	if err != nil {
-		writeError(w, err, nil, "")
+		apistatus.Write(w, err, apistatus.Subject{})
 		return
 	}
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
@@ -184,7 +186,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *requ
 	}
 	r = r.WithContext(admission.WithWarnings(r.Context(), func(msg string) { w.Header().Add("Warning", fmt.Sprintf("299 - %q", msg)) }))
 	if aerr := parseWriteOptions(r, req); aerr != nil {
-		writeError(w, aerr, req.res, req.name)
+		apistatus.Write(w, aerr, req.res.Subject(req.name))
 		return
 	}
 	store := req.writeStore(s.registry.Store(req.res))

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
 	"github.com/watchcache/watchcache/pkg/strategy"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kjson "sigs.k8s.io/json"
 )
 
@@ -25,7 +27,7 @@ func (s *Server) serveStoredSubresource(w http.ResponseWriter, r *http.Request, 
 	switch {
 	case req.verb != "get" && req.verb != "update" && req.verb != "patch",
 		req.subresource == "finalize" && req.verb != "update":
-		writeError(w, methodNotAllowed(), req.res, req.name)
+		apistatus.Write(w, apistatus.MethodNotAllowed(), req.res.Subject(req.name))
 	case req.subresource == "status" && req.verb == "get":
 		s.get(w, r, req, store)
 	case req.subresource != "scale" && req.verb == "update":
@@ -35,7 +37,7 @@ func (s *Server) serveStoredSubresource(w http.ResponseWriter, r *http.Request, 
 	case req.verb == "get":
 		obj, err := store.Get(r.Context(), req.key(), storage.GetOptions{ResourceVersion: r.URL.Query().Get("resourceVersion")})
 		if err != nil {
-			writeError(w, err, req.res, req.name)
+			apistatus.Write(w, err, req.res.Subject(req.name))
 			return
 		}
 		s.writeScale(w, req, obj)
@@ -55,19 +57,19 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *reques
 	if req.verb == "patch" {
 		patchType = mediaType(r)
 		if aerr := checkPatchType(patchType, scaleKind); aerr != nil {
-			writeError(w, aerr, req.res, req.name)
+			apistatus.Write(w, aerr, req.res.Subject(req.name))
 			return
 		}
 	}
 	var body []byte
-	var aerr *apiError
+	var aerr *apierrors.StatusError
 	if req.verb == "patch" {
 		body, aerr = readBody(r)
 	} else {
 		body, aerr = readJSONBody(r, "Scale", true)
 	}
 	if aerr != nil {
-		writeError(w, aerr, req.res, req.name)
+		apistatus.Write(w, aerr, req.res.Subject(req.name))
 		return
 	}
 	updated, err := store.GuaranteedUpdate(r.Context(), req.key(), nil, func(cur *object.Object) ([]byte, error) {
@@ -78,14 +80,14 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *reques
 				return nil, err
 			}
 			doc, _ := json.Marshal(current)
-			var aerr *apiError
+			var aerr *apierrors.StatusError
 			if scaleJSON, aerr = applyPatch(patchType, doc, body, scaleKind); aerr != nil {
 				return nil, aerr
 			}
 		}
 		var scale autoscalingv1.Scale
 		if err := json.Unmarshal(scaleJSON, &scale); err != nil {
-			return nil, badRequest("the request body is not a Scale: %v", err)
+			return nil, apistatus.BadRequest("the request body is not a Scale: %v", err)
 		}
 		if scale.Spec.Replicas < 0 {
 			return nil, invalid(req.res, req.name, "spec.replicas", "Invalid value: "+jsonString(scale.Spec.Replicas)+": must be greater than or equal to 0")
@@ -104,7 +106,7 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *reques
 			subresource: "scale", dryRun: req.dryRun, manager: req.manager}, cur)
 	}, nil)
 	if err != nil {
-		writeError(w, err, req.res, req.name)
+		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
 	s.written(r.Context(), req, updated)
@@ -115,7 +117,7 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *reques
 func (s *Server) writeScale(w http.ResponseWriter, req *request, obj *object.Object) {
 	scale, err := strategy.ScaleOf(req.res, obj.JSON())
 	if err != nil {
-		writeError(w, err, req.res, req.name)
+		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
 	writeJSON(w, http.StatusOK, scale)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"reflect"
 
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/defaults"
 	"github.com/watchcache/watchcache/pkg/jsonmap"
 	"github.com/watchcache/watchcache/pkg/lifecycle"
@@ -30,7 +31,7 @@ const generateNameAttempts = 5
 func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
 	body, mode, aerr := readObjectBody(r, req.res)
 	if aerr != nil {
-		writeError(w, aerr, req.res, "")
+		apistatus.Write(w, aerr, req.res.Subject(""))
 		return
 	}
 	s.createObject(w, r, req, store, body, mode)
@@ -41,24 +42,24 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request, st
 // managedFields, validation, admission, storage.
 func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface, body []byte, mode fieldValidation) {
 	if err := forbidTerminating(req.res, body); err != nil {
-		writeError(w, err, req.res, "")
+		apistatus.Write(w, err, req.res.Subject(""))
 		return
 	}
 	if req.res.Namespaced {
 		if err := s.requireNamespace(r.Context(), req, objectName(body)); err != nil {
-			writeError(w, err, s.namespaces, req.namespace)
+			apistatus.Write(w, err, s.namespaces.Subject(req.namespace))
 			return
 		}
 	}
 	for attempt := 0; ; attempt++ {
 		obj, aerr := decodeObject(w, body, req.res, mode)
 		if aerr != nil {
-			writeError(w, aerr, req.res, "")
+			apistatus.Write(w, aerr, req.res.Subject(""))
 			return
 		}
 		name, aerr := prepareCreate(obj, req)
 		if aerr != nil {
-			writeError(w, aerr, req.res, name)
+			apistatus.Write(w, aerr, req.res.Subject(name))
 			return
 		}
 		defaults.Apply(req.res.Group, req.res.Kind, obj)
@@ -77,7 +78,7 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req *reque
 			obj, err = s.mutate(r.Context(), req, admissionv1.Create, name, obj, nil)
 		}
 		if err != nil {
-			writeError(w, err, req.res, name)
+			apistatus.Write(w, err, req.res.Subject(name))
 			return
 		}
 		data, err := encodeValid(req.res, name, obj, nil)
@@ -88,7 +89,7 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req *reque
 			err = s.admit(r.Context(), req, data)
 		}
 		if err != nil {
-			writeError(w, err, req.res, name)
+			apistatus.Write(w, err, req.res.Subject(name))
 			return
 		}
 		created, err := store.Create(r.Context(), req.res.Key(req.namespace, name), data)
@@ -100,7 +101,7 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req *reque
 			err = s.alreadyExists(r.Context(), req, store, name, err)
 		}
 		if err != nil {
-			writeError(w, err, req.res, name)
+			apistatus.Write(w, err, req.res.Subject(name))
 			return
 		}
 		s.written(r.Context(), req, created)
@@ -167,7 +168,7 @@ func (s *Server) requireNamespace(ctx context.Context, req *request, name string
 		ns, err = store.Get(ctx, req.namespace, storage.GetOptions{})
 	}
 	if err == nil && lifecycle.BeingDeleted(ns) {
-		return newAPIError(http.StatusForbidden, metav1.StatusReasonForbidden,
+		return apistatus.New(http.StatusForbidden, metav1.StatusReasonForbidden,
 			"%s %q is forbidden: unable to create new content in namespace %s because it is being terminated", req.res.Plural, name, req.namespace)
 	}
 	return err
@@ -176,7 +177,7 @@ func (s *Server) requireNamespace(ctx context.Context, req *request, name string
 func (s *Server) update(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
 	body, mode, aerr := readObjectBody(r, req.res)
 	if aerr != nil {
-		writeError(w, aerr, req.res, req.name)
+		apistatus.Write(w, aerr, req.res.Subject(req.name))
 		return
 	}
 	obj, aerr := decodeObject(w, body, req.res, mode)
@@ -184,7 +185,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *request, st
 		aerr = checkConditionalUpdate(obj, req)
 	}
 	if aerr != nil {
-		writeError(w, aerr, req.res, req.name)
+		apistatus.Write(w, aerr, req.res.Subject(req.name))
 		return
 	}
 	updated, err := store.GuaranteedUpdate(r.Context(), req.key(), nil, func(cur *object.Object) ([]byte, error) {
@@ -195,7 +196,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *request, st
 		updated, err = lifecycle.FinishUpdate(r.Context(), req.res, store, updated)
 	}
 	if err != nil {
-		writeError(w, err, req.res, req.name)
+		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
 	s.written(r.Context(), req, updated)
@@ -205,7 +206,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *request, st
 // checkConditionalUpdate refuses a custom resource's update (PUT) without
 // a resourceVersion, as kube-apiserver's custom resource strategies do
 // (they do not allow unconditional updates; built-in kinds mostly do).
-func checkConditionalUpdate(obj map[string]any, req *request) *apiError {
+func checkConditionalUpdate(obj map[string]any, req *request) *apierrors.StatusError {
 	if req.res.Definition == "" {
 		return nil
 	}
@@ -213,8 +214,8 @@ func checkConditionalUpdate(obj map[string]any, req *request) *apiError {
 		return nil // a resourceVersion that is no string is prepareUpdate's 400
 	}
 	// Worded by resource, not kind: kube-apiserver's update handler checks it.
-	return toAPIError(apierrors.NewInvalid(schema.GroupKind{Group: req.res.Group, Kind: req.res.Plural}, req.name, field.ErrorList{
-		field.Invalid(field.NewPath("metadata", "resourceVersion"), 0, "must be specified for an update")}), req.res, req.name)
+	return apistatus.From(apierrors.NewInvalid(schema.GroupKind{Group: req.res.Group, Kind: req.res.Plural}, req.name, field.ErrorList{
+		field.Invalid(field.NewPath("metadata", "resourceVersion"), 0, "must be specified for an update")}), req.res.Subject(req.name))
 }
 
 func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
@@ -224,12 +225,12 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request, sto
 		return
 	}
 	if aerr := checkPatchType(patchType, req.res); aerr != nil {
-		writeError(w, aerr, req.res, req.name)
+		apistatus.Write(w, aerr, req.res.Subject(req.name))
 		return
 	}
 	p, aerr := readPatch(r, patchType)
 	if aerr != nil {
-		writeError(w, aerr, req.res, req.name)
+		apistatus.Write(w, aerr, req.res.Subject(req.name))
 		return
 	}
 	// The warnings are those of the attempt that decided the outcome (an
@@ -250,7 +251,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request, sto
 		updated, err = lifecycle.FinishUpdate(r.Context(), req.res, store, updated)
 	}
 	if err != nil {
-		writeError(w, err, req.res, req.name)
+		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
 	s.written(r.Context(), req, updated)
@@ -353,7 +354,7 @@ func encodeObject(res *resource.Resource, obj map[string]any) ([]byte, error) {
 	}
 	typed := reflect.New(reflect.TypeOf(res.StrategicMergeType)).Interface()
 	if err := json.Unmarshal(data, typed); err != nil {
-		return nil, badRequest("the object is not a valid %s: %v", res.Kind, err)
+		return nil, apistatus.BadRequest("the object is not a valid %s: %v", res.Kind, err)
 	}
 	return json.Marshal(typed)
 }
@@ -399,7 +400,7 @@ func creationTimestamp(obj *object.Object) string {
 
 // readObjectBody reads a create or update body as JSON, with its
 // fieldValidation mode.
-func readObjectBody(r *http.Request, res *resource.Resource) ([]byte, fieldValidation, *apiError) {
+func readObjectBody(r *http.Request, res *resource.Resource) ([]byte, fieldValidation, *apierrors.StatusError) {
 	mode, aerr := parseFieldValidation(r)
 	if aerr != nil {
 		return nil, "", aerr
@@ -412,9 +413,9 @@ func readObjectBody(r *http.Request, res *resource.Resource) ([]byte, fieldValid
 // says so when the object there is being deleted (it goes once its
 // finalizers are done, and the create may be retried then).
 func (s *Server) alreadyExists(ctx context.Context, req *request, store storage.Interface, name string, err error) error {
-	e := toAPIError(err, req.res, name)
+	e := apistatus.From(err, req.res.Subject(name))
 	if cur, err := store.Get(ctx, req.res.Key(req.namespace, name), storage.GetOptions{}); err == nil && lifecycle.BeingDeleted(cur) {
-		e.status.Message = "object is being deleted: " + e.status.Message
+		e.ErrStatus.Message = "object is being deleted: " + e.ErrStatus.Message
 	}
 	return e
 }

@@ -14,7 +14,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/watchcache/watchcache/pkg/auth/filters"
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/auth/user"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -139,7 +139,7 @@ func WithAuthentication(next http.Handler, a *Authenticator, log *slog.Logger) h
 		u, err := a.AuthenticateRequest(r)
 		if err != nil {
 			log.Debug("request not authenticated", "path", r.URL.Path, "remote", r.RemoteAddr, "err", err)
-			filters.WriteStatus(w, apierrors.NewUnauthorized("Unauthorized"))
+			apistatus.Write(w, apierrors.NewUnauthorized("Unauthorized"), apistatus.Subject{})
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(user.WithUser(r.Context(), u)))

@@ -7,6 +7,7 @@ import (
 	"context"
 
 	"github.com/watchcache/watchcache/pkg/auth/user"
+	"github.com/watchcache/watchcache/pkg/requestinfo"
 )
 
 // Attributes describe a request to authorize, as kube-apiserver's
@@ -29,6 +30,16 @@ type Attributes struct {
 	Resource    string
 	Subresource string
 	Name        string
+}
+
+// AttributesOf are the authorization attributes of the request that info
+// describes, from u.
+func AttributesOf(info *requestinfo.Info, u *user.Info) Attributes {
+	return Attributes{
+		User: u, Verb: info.Verb, ResourceRequest: info.IsResourceRequest, Path: info.Path,
+		APIGroup: info.APIGroup, APIVersion: info.APIVersion, Namespace: info.Namespace,
+		Resource: info.Resource, Subresource: info.Subresource, Name: info.Name,
+	}
 }
 
 // Decision is an authorizer's answer.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/auth/authorizer"
 	"github.com/watchcache/watchcache/pkg/auth/user"
 	"github.com/watchcache/watchcache/pkg/requestinfo"
@@ -20,7 +21,7 @@ type Decided func(r *http.Request, allowed bool, reason string)
 // 403 Forbidden, or 500 if the authorizer failed without allowing.
 func WithAuthorization(next http.Handler, z authorizer.Authorizer, decided Decided, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		attrs := requestinfo.From(r).Attributes(user.From(r.Context()))
+		attrs := authorizer.AttributesOf(requestinfo.From(r), user.From(r.Context()))
 		d, reason, err := z.Authorize(r.Context(), attrs)
 		if decided != nil {
 			decided(r, d == authorizer.Allow, reason)
@@ -30,9 +31,9 @@ func WithAuthorization(next http.Handler, z authorizer.Authorizer, decided Decid
 			next.ServeHTTP(w, r)
 		case err != nil:
 			log.Error("authorization failed", "user", user.From(r.Context()), "verb", attrs.Verb, "path", attrs.Path, "err", err)
-			WriteStatus(w, apierrors.NewInternalError(fmt.Errorf("authorization: %w", err)))
+			apistatus.Write(w, apierrors.NewInternalError(fmt.Errorf("authorization: %w", err)), apistatus.Subject{})
 		default:
-			WriteStatus(w, forbidden(attrs, reason))
+			apistatus.Write(w, forbidden(attrs, reason), apistatus.Subject{})
 		}
 	})
 }

@@ -74,7 +74,7 @@ func TestImpersonation(t *testing.T) {
 	var seen *user.Info
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen = user.From(r.Context())
-		if imp := ImpersonatorFrom(r.Context()); r.Header.Get(impersonateUser) != "" || imp != nil && imp.Name != "admin" || (imp == nil) != (seen.Name == "admin") {
+		if imp := user.ImpersonatorFrom(r.Context()); r.Header.Get(impersonateUser) != "" || imp != nil && imp.Name != "admin" || (imp == nil) != (seen.Name == "admin") {
 			t.Errorf("headers left or impersonator lost: %v", r.Header)
 		}
 	})

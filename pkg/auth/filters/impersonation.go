@@ -1,12 +1,12 @@
 package filters
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 
+	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/auth/authorizer"
 	"github.com/watchcache/watchcache/pkg/auth/user"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,15 +21,6 @@ const (
 	impersonateExtraPrefix = "Impersonate-Extra-"
 )
 
-type impersonatorKey struct{}
-
-// ImpersonatorFrom returns who really sent an impersonating request (nil
-// when the request impersonates no one); user.From gives whom it acts as.
-func ImpersonatorFrom(ctx context.Context) *user.Info {
-	u, _ := ctx.Value(impersonatorKey{}).(*user.Info)
-	return u
-}
-
 // WithImpersonation acts on the Impersonate-* headers as kube-apiserver
 // does: each requested user, uid, group and extra value must be allowed by
 // z to the real user with the verb impersonate (users, uids, groups,
@@ -41,7 +32,7 @@ func WithImpersonation(next http.Handler, z authorizer.Authorizer) http.Handler 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		wanted, err := impersonationRequest(r.Header)
 		if err != nil {
-			WriteStatus(w, apierrors.NewBadRequest(err.Error()))
+			apistatus.Write(w, apierrors.NewBadRequest(err.Error()), apistatus.Subject{})
 			return
 		}
 		if wanted == nil {
@@ -54,10 +45,10 @@ func WithImpersonation(next http.Handler, z authorizer.Authorizer) http.Handler 
 			d, reason, err := z.Authorize(r.Context(), a)
 			if d != authorizer.Allow {
 				if err != nil {
-					WriteStatus(w, apierrors.NewInternalError(fmt.Errorf("authorization: %w", err)))
+					apistatus.Write(w, apierrors.NewInternalError(fmt.Errorf("authorization: %w", err)), apistatus.Subject{})
 					return
 				}
-				WriteStatus(w, forbidden(a, reason))
+				apistatus.Write(w, forbidden(a, reason), apistatus.Subject{})
 				return
 			}
 		}
@@ -66,7 +57,7 @@ func WithImpersonation(next http.Handler, z authorizer.Authorizer) http.Handler 
 				r.Header.Del(name)
 			}
 		}
-		ctx := context.WithValue(r.Context(), impersonatorKey{}, real)
+		ctx := user.WithImpersonator(r.Context(), real)
 		next.ServeHTTP(w, r.WithContext(user.WithUser(ctx, completeImpersonated(wanted))))
 	})
 }

@@ -3,10 +3,10 @@ package rbac
 import (
 	"context"
 	"encoding/json"
-	"github.com/watchcache/watchcache/pkg/informer"
 	"sort"
 	"time"
 
+	"github.com/watchcache/watchcache/pkg/informer"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
 	rbacv1 "k8s.io/api/rbac/v1"

@@ -70,3 +70,18 @@ func (u *Info) APIUserInfo() authenticationv1.UserInfo {
 	}
 	return out
 }
+
+type impersonatorKey struct{}
+
+// WithImpersonator returns a context carrying who really sent an
+// impersonating request (the impersonation filter sets it).
+func WithImpersonator(ctx context.Context, real *Info) context.Context {
+	return context.WithValue(ctx, impersonatorKey{}, real)
+}
+
+// ImpersonatorFrom returns who really sent an impersonating request (nil
+// when the request impersonates no one); From gives whom it acts as.
+func ImpersonatorFrom(ctx context.Context) *Info {
+	u, _ := ctx.Value(impersonatorKey{}).(*Info)
+	return u
+}

@@ -4,27 +4,12 @@
 package filters
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"strconv"
 
 	"github.com/watchcache/watchcache/pkg/auth/authorizer"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
-
-// WriteStatus writes err's Status as the JSON response, with its code.
-func WriteStatus(w http.ResponseWriter, err apierrors.APIStatus) {
-	status := err.Status()
-	status.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-	data, _ := json.Marshal(&status)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-	w.WriteHeader(int(status.Code))
-	w.Write(data)
-}
 
 // forbidden is kube-apiserver's 403 for attributes the authorizer did not
 // allow: `pods "p" is forbidden: User "u" cannot get resource "pods" in API
