@@ -29,6 +29,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/conversion"
 	"github.com/watchcache/watchcache/pkg/encryption"
 	"github.com/watchcache/watchcache/pkg/etcdembed"
+	"github.com/watchcache/watchcache/pkg/health"
 	"github.com/watchcache/watchcache/pkg/leaderelect"
 	"github.com/watchcache/watchcache/pkg/metrics"
 	"github.com/watchcache/watchcache/pkg/pki"
@@ -334,9 +335,9 @@ func Start(cfg Config) (_ *App, err error) {
 		Registry: registry, Log: cfg.Log, MinWatchTimeout: cfg.MinWatchTimeout, Metrics: promRegistry, Profiling: cfg.Profiling,
 		DisableShardedListAndWatch: cfg.DisableShardedListAndWatch,
 		HealthChecks: append(a.etcdChecks(cfg, namespaceStore),
-			server.HealthCheck{Name: "watch-cache-initialization", ReadyOnly: true, Check: a.cachesInitialized(cfg.StorageInitializationTimeout)},
-			server.HealthCheck{Name: "rbac", ReadyOnly: true, Check: sec.authz.ready},
-			server.HealthCheck{Name: "shutdown", ReadyOnly: true, Check: func(context.Context) error {
+			health.Check{Name: "watch-cache-initialization", ReadyOnly: true, Check: a.cachesInitialized(cfg.StorageInitializationTimeout)},
+			health.Check{Name: "rbac", ReadyOnly: true, Check: sec.authz.ready},
+			health.Check{Name: "shutdown", ReadyOnly: true, Check: func(context.Context) error {
 				if a.shuttingDown.Load() {
 					return errors.New("process is shutting down")
 				}
@@ -410,16 +411,16 @@ func (a *App) startControllerManager(ctx context.Context, cfg Config, registry *
 // for each distinct cluster of --etcd-servers-overrides,
 // "etcd-override-<i>" and "etcd-override-readiness-<i>", which ?exclude=etcd
 // and ?exclude=etcd-readiness skip too.
-func (a *App) etcdChecks(cfg Config, store storage.Interface) []server.HealthCheck {
-	checks := []server.HealthCheck{
+func (a *App) etcdChecks(cfg Config, store storage.Interface) []health.Check {
+	checks := []health.Check{
 		{Name: "etcd", Check: etcdCheck(store.CurrentResourceVersion, cfg.EtcdHealthcheckTimeout)},
 		{Name: "etcd-readiness", ReadyOnly: true, Check: etcdCheck(store.CurrentResourceVersion, cfg.EtcdReadycheckTimeout)},
 	}
 	for i, c := range a.overrideClusters {
 		read := clusterRevision(c, cfg.EtcdPrefix)
 		checks = append(checks,
-			server.HealthCheck{Name: fmt.Sprintf("etcd-override-%d", i), Group: "etcd", Check: etcdCheck(read, cfg.EtcdHealthcheckTimeout)},
-			server.HealthCheck{Name: fmt.Sprintf("etcd-override-readiness-%d", i), Group: "etcd-readiness", ReadyOnly: true,
+			health.Check{Name: fmt.Sprintf("etcd-override-%d", i), Group: "etcd", Check: etcdCheck(read, cfg.EtcdHealthcheckTimeout)},
+			health.Check{Name: fmt.Sprintf("etcd-override-readiness-%d", i), Group: "etcd-readiness", ReadyOnly: true,
 				Check: etcdCheck(read, cfg.EtcdReadycheckTimeout)})
 	}
 	return checks

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
+	"github.com/watchcache/watchcache/pkg/encoding"
 	"github.com/watchcache/watchcache/pkg/resource"
 )
 
@@ -52,11 +53,11 @@ func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, req *reques
 	if sub := req.res.Subresource(req.subresource); sub != nil {
 		kind, typed = sub.Kind, s.registry.ByKind(sub.Group, sub.Kind)
 	}
-	body, aerr := readJSONBody(r, kind, true) // every action's kind is built in
+	body, aerr := encoding.ReadJSONBody(r, kind, true) // every action's kind is built in
 	if aerr == nil && typed != nil {
-		var mode fieldValidation
-		if mode, aerr = parseFieldValidation(r); aerr == nil {
-			_, aerr = decodeObject(w, body, typed, mode)
+		var mode encoding.FieldValidation
+		if mode, aerr = encoding.ParseFieldValidation(r); aerr == nil {
+			_, aerr = encoding.DecodeObject(w, body, typed, mode)
 		}
 	}
 	if aerr != nil {
@@ -68,5 +69,5 @@ func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, req *reques
 		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
-	writeJSON(w, http.StatusCreated, out)
+	encoding.WriteJSON(w, http.StatusCreated, out)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/auth/user"
 	"github.com/watchcache/watchcache/pkg/defaults"
+	"github.com/watchcache/watchcache/pkg/encoding"
 	"github.com/watchcache/watchcache/pkg/jsonmap"
 	"github.com/watchcache/watchcache/pkg/lifecycle"
 	"github.com/watchcache/watchcache/pkg/object"
@@ -109,12 +110,12 @@ func asStored(res *resource.Resource, obj map[string]any) (map[string]any, error
 // field it changes, unless force), then written as any update; an object
 // that does not exist is created from it.
 func (s *Server) serverSideApply(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
-	body, aerr := readBody(r)
+	body, aerr := encoding.ReadBody(r)
 	if aerr != nil {
 		apistatus.Write(w, aerr, req.res.Subject(req.name))
 		return
 	}
-	mode, aerr := parseFieldValidation(r)
+	mode, aerr := encoding.ParseFieldValidation(r)
 	if aerr != nil {
 		apistatus.Write(w, aerr, req.res.Subject(req.name))
 		return
@@ -140,7 +141,7 @@ func (s *Server) serverSideApply(w http.ResponseWriter, r *http.Request, req *re
 	// Only duplicate fields are left to find once the apply succeeded: it
 	// fails on any field the kind's schema does not declare.
 	var duplicates error
-	if mode != validationIgnore {
+	if mode != encoding.ValidationIgnore {
 		duplicates = yaml.UnmarshalStrict(body, &map[string]any{})
 	}
 	warn := false
@@ -149,7 +150,7 @@ func (s *Server) serverSideApply(w http.ResponseWriter, r *http.Request, req *re
 		if err != nil {
 			return nil, apistatus.Unknown(err)
 		}
-		if duplicates != nil && mode == validationStrict {
+		if duplicates != nil && mode == encoding.ValidationStrict {
 			return nil, apistatus.BadRequest("error strict decoding patch: %v", duplicates)
 		}
 		warn = duplicates != nil
@@ -186,14 +187,14 @@ func (s *Server) serverSideApply(w http.ResponseWriter, r *http.Request, req *re
 		}
 		data, _ := json.Marshal(obj)
 		if warn {
-			addWarnings(w.Header(), yamlProblems(duplicates))
+			encoding.AddWarnings(w.Header(), yamlProblems(duplicates))
 		}
 		applied.verb = "create"
-		s.createObject(w, r, &applied, store, data, validationIgnore)
+		s.createObject(w, r, &applied, store, data, encoding.ValidationIgnore)
 		return
 	}
 	if warn {
-		addWarnings(w.Header(), yamlProblems(duplicates))
+		encoding.AddWarnings(w.Header(), yamlProblems(duplicates))
 	}
 	if err == nil {
 		updated, err = lifecycle.FinishUpdate(r.Context(), req.res, store, updated)
@@ -203,7 +204,7 @@ func (s *Server) serverSideApply(w http.ResponseWriter, r *http.Request, req *re
 		return
 	}
 	s.written(r.Context(), req, updated)
-	writeRaw(w, http.StatusOK, updated.JSON())
+	encoding.WriteRaw(w, http.StatusOK, updated.JSON())
 }
 
 // yamlProblems are the duplicate fields of an apply patch that YAML's

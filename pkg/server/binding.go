@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
+	"github.com/watchcache/watchcache/pkg/encoding"
 	"github.com/watchcache/watchcache/pkg/jsonmap"
 	"github.com/watchcache/watchcache/pkg/lifecycle"
 	"github.com/watchcache/watchcache/pkg/object"
@@ -33,7 +34,7 @@ const bindingSubresource = "binding"
 func (s *Server) bind(ctx context.Context, req ActionRequest) (any, error) {
 	var b corev1.Binding
 	if err := json.Unmarshal(req.Body, &b); err != nil {
-		return nil, cannotHandle("Binding", "v1", "Binding", err)
+		return nil, encoding.CannotHandle("Binding", "v1", "Binding", err)
 	}
 	switch {
 	case req.Name == "" && b.Name == "":

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
+	"github.com/watchcache/watchcache/pkg/encoding"
 	"github.com/watchcache/watchcache/pkg/lifecycle"
 	"github.com/watchcache/watchcache/pkg/storage"
 	"github.com/watchcache/watchcache/pkg/strategy"
@@ -73,7 +74,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *request, st
 		return
 	}
 	s.written(r.Context(), req, deleted)
-	writeRaw(w, http.StatusOK, deleted.JSON())
+	encoding.WriteRaw(w, http.StatusOK, deleted.JSON())
 }
 
 // deleteOptions is what a delete's DeleteOptions ask.
@@ -93,13 +94,13 @@ func readDeleteOptions(r *http.Request) (deleteOptions, *apierrors.StatusError) 
 	if err := metav1.Convert_url_Values_To_v1_DeleteOptions(&query, &opts, nil); err != nil {
 		return out, apistatus.BadRequest("the query parameters are not valid DeleteOptions: %v", err)
 	}
-	body, aerr := readBody(r)
+	body, aerr := encoding.ReadBody(r)
 	if aerr != nil {
 		return out, aerr
 	}
 	if len(body) > 0 {
-		if mediaType(r) == protobufType {
-			if _, _, err := protobufDecoder.Decode(body, nil, &opts); err != nil {
+		if encoding.MediaType(r) == encoding.ProtobufType {
+			if _, _, err := encoding.ProtobufDecoder.Decode(body, nil, &opts); err != nil {
 				return out, apistatus.BadRequest("the request body is not valid DeleteOptions: %v", err)
 			}
 		} else if err := json.Unmarshal(body, &opts); err != nil {
@@ -141,7 +142,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *r
 		return
 	}
 	s.wroteAt(r.Context(), req, deleted.ResourceVersion)
-	writeList(w, req.res.ListKind(), req.res.GroupVersion(), deleted)
+	encoding.WriteList(w, req.res.ListKind(), req.res.GroupVersion(), deleted)
 }
 
 // admitDelete asks the validating webhooks and admission policies about a

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
+	"github.com/watchcache/watchcache/pkg/encoding"
 	"github.com/watchcache/watchcache/pkg/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
@@ -27,7 +28,7 @@ var Version = version.Info{
 }
 
 func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, &Version)
+	encoding.WriteJSON(w, http.StatusOK, &Version)
 }
 
 // subresourceVerbs are the verbs of /status and /scale.
@@ -43,7 +44,7 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch {
 	case len(parts) == 1 && parts[0] == "api":
-		writeJSON(w, http.StatusOK, &metav1.APIVersions{
+		encoding.WriteJSON(w, http.StatusOK, &metav1.APIVersions{
 			TypeMeta:                   metav1.TypeMeta{Kind: "APIVersions"},
 			Versions:                   []string{"v1"},
 			ServerAddressByClientCIDRs: serverAddresses(r),
@@ -51,7 +52,7 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
 	case len(parts) == 2 && parts[0] == "api" && parts[1] == "v1":
 		list := s.resourceList("v1")
 		list.APIVersion = "" // kube-apiserver's /api/v1 has none
-		writeJSON(w, http.StatusOK, list)
+		encoding.WriteJSON(w, http.StatusOK, list)
 	case len(parts) == 1 && parts[0] == "apis":
 		list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []metav1.APIGroup{}}
 		groups := s.registry.Groups()
@@ -66,7 +67,7 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
 		for _, g := range names {
 			list.Groups = append(list.Groups, s.apiGroup(g, groups[g]))
 		}
-		writeJSON(w, http.StatusOK, list)
+		encoding.WriteJSON(w, http.StatusOK, list)
 	case len(parts) == 2 && parts[0] == "apis":
 		versions, ok := s.registry.Groups()[parts[1]]
 		if !ok {
@@ -75,14 +76,14 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
 		}
 		group := s.apiGroup(parts[1], versions)
 		group.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
-		writeJSON(w, http.StatusOK, &group)
+		encoding.WriteJSON(w, http.StatusOK, &group)
 	case len(parts) == 3 && parts[0] == "apis":
 		list := s.resourceList(parts[1] + "/" + parts[2])
 		if len(list.APIResources) == 0 {
 			apistatus.Write(w, apistatus.NotFoundPath(), apistatus.Subject{})
 			return
 		}
-		writeJSON(w, http.StatusOK, list)
+		encoding.WriteJSON(w, http.StatusOK, list)
 	default:
 		apistatus.Write(w, apistatus.NotFoundPath(), apistatus.Subject{})
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/apply"
+	"github.com/watchcache/watchcache/pkg/encoding"
 	"github.com/watchcache/watchcache/pkg/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,7 +44,7 @@ func parseWriteOptions(r *http.Request, req *request) *apierrors.StatusError {
 	}
 	var errs field.ErrorList
 	if req.verb == "patch" {
-		errs = metav1validation.ValidatePatchOptions(&opts, types.PatchType(mediaType(r)))
+		errs = metav1validation.ValidatePatchOptions(&opts, types.PatchType(encoding.MediaType(r)))
 	} else {
 		errs = append(metav1validation.ValidateDryRun(field.NewPath("dryRun"), opts.DryRun),
 			metav1validation.ValidateFieldManager(opts.FieldManager, field.NewPath("fieldManager"))...)

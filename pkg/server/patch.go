@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
+	"github.com/watchcache/watchcache/pkg/encoding"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -96,7 +97,7 @@ func unprocessable(err error) *apierrors.StatusError {
 type patchRequest struct {
 	mediaType string
 	body      []byte
-	mode      fieldValidation
+	mode      encoding.FieldValidation
 	// own are the patch's own duplicate fields (and its JSON patch
 	// operations' unknown fields), reported before the patched object's.
 	own []error
@@ -116,12 +117,12 @@ type jsonPatchOp struct {
 // decoded, others when checking fields: fieldValidation Strict or Warn),
 // as kube-apiserver answers.
 func readPatch(r *http.Request, mt string) (*patchRequest, *apierrors.StatusError) {
-	body, aerr := readBody(r)
+	body, aerr := encoding.ReadBody(r)
 	if aerr != nil {
 		return nil, aerr
 	}
 	p := &patchRequest{mediaType: mt, body: body}
-	if p.mode, aerr = parseFieldValidation(r); aerr != nil {
+	if p.mode, aerr = encoding.ParseFieldValidation(r); aerr != nil {
 		return nil, aerr
 	}
 	if !json.Valid(body) {
@@ -129,11 +130,11 @@ func readPatch(r *http.Request, mt string) (*patchRequest, *apierrors.StatusErro
 	}
 	var err error
 	switch {
-	case p.mode == validationIgnore && mt == strategicPatchType:
+	case p.mode == encoding.ValidationIgnore && mt == strategicPatchType:
 		// Decoded in every mode, to be merged as a map.
 		var patch map[string]any
 		err = kjson.UnmarshalCaseSensitivePreserveInts(body, &patch)
-	case p.mode == validationIgnore:
+	case p.mode == encoding.ValidationIgnore:
 		// Other patches are decoded only as they apply.
 	case mt == jsonPatchType:
 		var ops []jsonPatchOp
@@ -172,10 +173,10 @@ func (p *patchRequest) applyTo(cur *object.Object, res *resource.Resource) (map[
 	if p.mediaType == strategicPatchType {
 		obj, problems, err = decodeConverted(patched, res, p.mode)
 	} else {
-		obj, problems, err = decodeFields(patched, res, p.mode)
+		obj, problems, err = encoding.DecodeFields(patched, res, p.mode)
 	}
 	problems = append(p.own[:len(p.own):len(p.own)], problems...)
-	if err == nil && p.mode == validationStrict && len(problems) > 0 {
+	if err == nil && p.mode == encoding.ValidationStrict && len(problems) > 0 {
 		err = runtime.NewStrictDecodingError(problems)
 	}
 	var invalid *apierrors.StatusError
@@ -189,13 +190,13 @@ func (p *patchRequest) applyTo(cur *object.Object, res *resource.Resource) (map[
 // decodeConverted decodes a built-in kind's object patched by a strategic
 // merge patch, converted to the kind's type as kube-apiserver does, with
 // its unknown fields unless mode is Ignore.
-func decodeConverted(patched []byte, res *resource.Resource, mode fieldValidation) (map[string]any, []error, error) {
+func decodeConverted(patched []byte, res *resource.Resource, mode encoding.FieldValidation) (map[string]any, []error, error) {
 	var obj map[string]any
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(patched, &obj); err != nil {
 		return nil, nil, apistatus.BadRequest("the patched object is not a JSON object: %v", err)
 	}
 	typed := reflect.New(reflect.TypeOf(res.StrategicMergeType)).Interface()
-	err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, typed, mode != validationIgnore)
+	err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, typed, mode != encoding.ValidationIgnore)
 	if strict, ok := runtime.AsStrictDecodingError(err); ok {
 		return obj, strict.Errors(), nil
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
+	"github.com/watchcache/watchcache/pkg/encoding"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
 )
@@ -19,11 +20,11 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req *request, store
 		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
-	if t := tableRequest(r); t != nil {
-		writeRaw(w, http.StatusOK, t.appendTable(nil, req.res, []*object.Object{obj}, &storage.List{ResourceVersion: obj.ResourceVersion()}))
+	if t := encoding.TableRequest(r); t != nil {
+		encoding.WriteRaw(w, http.StatusOK, t.AppendTable(nil, req.res, []*object.Object{obj}, &storage.List{ResourceVersion: obj.ResourceVersion()}))
 		return
 	}
-	writeRaw(w, http.StatusOK, obj.JSON())
+	encoding.WriteRaw(w, http.StatusOK, obj.JSON())
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
@@ -39,16 +40,16 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req *request, stor
 		apistatus.Write(w, err, req.res.Subject(""))
 		return
 	}
-	enc := jsonList(req.res.ListKind(), req.res.GroupVersion())
-	if t := tableRequest(r); t != nil {
-		enc = t.tableList(req.res)
+	enc := encoding.JSONList(req.res.ListKind(), req.res.GroupVersion())
+	if t := encoding.TableRequest(r); t != nil {
+		enc = t.TableList(req.res)
 	}
-	if err := streamList(w, list, enc); err != nil && !errors.Is(err, errClientGone) {
+	if err := encoding.StreamList(w, list, enc); err != nil && !errors.Is(err, encoding.ErrClientGone) {
 		if s.log != nil {
 			s.log.Warn("list failed after its response began; aborting the response", "resource", req.res.String(), "scope", req.scope(),
 				"resourceVersion", list.ResourceVersion, "err", err)
 		}
-		abortResponse()
+		encoding.AbortResponse()
 	}
 }
 
@@ -86,7 +87,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *request, sto
 	}
 	s.metrics.watchers.WithLabelValues(req.res.Group, req.res.Plural).Inc()
 	defer s.metrics.watchers.WithLabelValues(req.res.Group, req.res.Plural).Dec()
-	enc := eventEncoder{res: req.res, table: tableRequest(r)}
+	enc := encoding.NewEventEncoder(req.res, encoding.TableRequest(r))
 	events := watcher.ResultChan()
 	for {
 		select {
@@ -94,7 +95,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *request, sto
 			if !ok {
 				return
 			}
-			if _, err := w.Write(enc.line(ev)); err != nil {
+			if _, err := w.Write(enc.Line(ev)); err != nil {
 				return // the client went away
 			}
 			if ev.Type == storage.EventError {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/watchcache/watchcache/pkg/admission"
 	"github.com/watchcache/watchcache/pkg/apistatus"
+	"github.com/watchcache/watchcache/pkg/health"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/watchcache/watchcache/pkg/resource"
@@ -32,7 +33,7 @@ type Config struct {
 	Metrics *prometheus.Registry
 	// HealthChecks are the checks of /readyz besides ping, in order; those
 	// not ReadyOnly are also the checks of /livez and /healthz.
-	HealthChecks []HealthCheck
+	HealthChecks []health.Check
 	// MinWatchTimeout is the shortest server-chosen watch duration when the
 	// client gives no timeoutSeconds (kube-apiserver: 30 minutes; a random
 	// duration up to twice it spreads reconnections).
@@ -128,10 +129,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("/apis/", s.serveAPI)
 	s.mux.HandleFunc("/version", s.serveVersion)
 	s.mux.HandleFunc("/openapi/", s.serveOpenAPI)
-	for endpoint, checks := range healthEndpoints(cfg.HealthChecks) {
-		s.mux.HandleFunc("/"+endpoint, s.serveHealth(endpoint, checks))
-		s.mux.HandleFunc("/"+endpoint+"/", s.serveHealth(endpoint, checks))
-	}
+	health.Register(s.mux, cfg.HealthChecks, cfg.Log)
 	s.mux.Handle("/metrics", metricsHandler(reg))
 	if cfg.Profiling {
 		s.mux.HandleFunc("/debug/pprof/", pprof.Index)

@@ -1,9 +1,7 @@
 package server
 
 import (
-	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/resource"
@@ -25,22 +23,4 @@ func invalid(res *resource.Resource, name, field, detail string) *apierrors.Stat
 // with one cause per error.
 func invalidObject(res *resource.Resource, name string, errs field.ErrorList) *apierrors.StatusError {
 	return apistatus.From(apierrors.NewInvalid(schema.GroupKind{Group: res.Group, Kind: res.Kind}, name, errs), res.Subject(name))
-}
-
-// writeJSON writes v as a JSON response.
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	writeRaw(w, code, data)
-}
-
-// writeRaw writes ready JSON bytes.
-func writeRaw(w http.ResponseWriter, code int, data []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-	w.WriteHeader(code)
-	w.Write(data)
 }

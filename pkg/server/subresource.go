@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
+	"github.com/watchcache/watchcache/pkg/encoding"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
@@ -55,7 +56,7 @@ var scaleKind = &resource.Resource{Kind: "Scale", StrategicMergeType: autoscalin
 func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
 	var patchType string
 	if req.verb == "patch" {
-		patchType = mediaType(r)
+		patchType = encoding.MediaType(r)
 		if aerr := checkPatchType(patchType, scaleKind); aerr != nil {
 			apistatus.Write(w, aerr, req.res.Subject(req.name))
 			return
@@ -64,9 +65,9 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *reques
 	var body []byte
 	var aerr *apierrors.StatusError
 	if req.verb == "patch" {
-		body, aerr = readBody(r)
+		body, aerr = encoding.ReadBody(r)
 	} else {
-		body, aerr = readJSONBody(r, "Scale", true)
+		body, aerr = encoding.ReadJSONBody(r, "Scale", true)
 	}
 	if aerr != nil {
 		apistatus.Write(w, aerr, req.res.Subject(req.name))
@@ -120,7 +121,7 @@ func (s *Server) writeScale(w http.ResponseWriter, req *request, obj *object.Obj
 		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
-	writeJSON(w, http.StatusOK, scale)
+	encoding.WriteJSON(w, http.StatusOK, scale)
 }
 
 func jsonString(v any) string {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/defaults"
+	"github.com/watchcache/watchcache/pkg/encoding"
 	"github.com/watchcache/watchcache/pkg/jsonmap"
 	"github.com/watchcache/watchcache/pkg/lifecycle"
 	"github.com/watchcache/watchcache/pkg/object"
@@ -40,7 +41,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request, st
 // createObject creates the object of a create body (or of an apply that
 // found none) through the whole pipeline: metadata, defaults, strategy,
 // managedFields, validation, admission, storage.
-func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface, body []byte, mode fieldValidation) {
+func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface, body []byte, mode encoding.FieldValidation) {
 	if err := forbidTerminating(req.res, body); err != nil {
 		apistatus.Write(w, err, req.res.Subject(""))
 		return
@@ -52,7 +53,7 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req *reque
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		obj, aerr := decodeObject(w, body, req.res, mode)
+		obj, aerr := encoding.DecodeObject(w, body, req.res, mode)
 		if aerr != nil {
 			apistatus.Write(w, aerr, req.res.Subject(""))
 			return
@@ -94,7 +95,7 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req *reque
 		}
 		created, err := store.Create(r.Context(), req.res.Key(req.namespace, name), data)
 		if storage.CodeOf(err) == storage.ErrAlreadyExists && attempt < generateNameAttempts && isGenerated(body) {
-			mode = validationIgnore // warnings were given on the first attempt
+			mode = encoding.ValidationIgnore // warnings were given on the first attempt
 			continue
 		}
 		if storage.CodeOf(err) == storage.ErrAlreadyExists {
@@ -106,10 +107,10 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req *reque
 		}
 		s.written(r.Context(), req, created)
 		if req.dryRun {
-			writeRaw(w, http.StatusCreated, created.Stored()) // never stored: no resourceVersion
+			encoding.WriteRaw(w, http.StatusCreated, created.Stored()) // never stored: no resourceVersion
 			return
 		}
-		writeRaw(w, http.StatusCreated, created.JSON())
+		encoding.WriteRaw(w, http.StatusCreated, created.JSON())
 		return
 	}
 }
@@ -180,7 +181,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *request, st
 		apistatus.Write(w, aerr, req.res.Subject(req.name))
 		return
 	}
-	obj, aerr := decodeObject(w, body, req.res, mode)
+	obj, aerr := encoding.DecodeObject(w, body, req.res, mode)
 	if aerr == nil {
 		aerr = checkConditionalUpdate(obj, req)
 	}
@@ -200,7 +201,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *request, st
 		return
 	}
 	s.written(r.Context(), req, updated)
-	writeRaw(w, http.StatusOK, updated.JSON())
+	encoding.WriteRaw(w, http.StatusOK, updated.JSON())
 }
 
 // checkConditionalUpdate refuses a custom resource's update (PUT) without
@@ -219,7 +220,7 @@ func checkConditionalUpdate(obj map[string]any, req *request) *apierrors.StatusE
 }
 
 func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
-	patchType := mediaType(r)
+	patchType := encoding.MediaType(r)
 	if patchType == applyPatchType {
 		s.serverSideApply(w, r, req, store)
 		return
@@ -244,8 +245,8 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request, sto
 		warnings = problems
 		return s.prepareAdmittedUpdate(r.Context(), obj, req, cur)
 	}, nil)
-	if p.mode == validationWarn {
-		addWarnings(w.Header(), warnings)
+	if p.mode == encoding.ValidationWarn {
+		encoding.AddWarnings(w.Header(), warnings)
 	}
 	if err == nil {
 		updated, err = lifecycle.FinishUpdate(r.Context(), req.res, store, updated)
@@ -255,7 +256,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request, sto
 		return
 	}
 	s.written(r.Context(), req, updated)
-	writeRaw(w, http.StatusOK, updated.JSON())
+	encoding.WriteRaw(w, http.StatusOK, updated.JSON())
 }
 
 // prepareUpdate turns the new state of an object (a PUT body or a patched
@@ -400,12 +401,12 @@ func creationTimestamp(obj *object.Object) string {
 
 // readObjectBody reads a create or update body as JSON, with its
 // fieldValidation mode.
-func readObjectBody(r *http.Request, res *resource.Resource) ([]byte, fieldValidation, *apierrors.StatusError) {
-	mode, aerr := parseFieldValidation(r)
+func readObjectBody(r *http.Request, res *resource.Resource) ([]byte, encoding.FieldValidation, *apierrors.StatusError) {
+	mode, aerr := encoding.ParseFieldValidation(r)
 	if aerr != nil {
 		return nil, "", aerr
 	}
-	body, aerr := readJSONBody(r, res.Kind, res.StrategicMergeType != nil)
+	body, aerr := encoding.ReadJSONBody(r, res.Kind, res.StrategicMergeType != nil)
 	return body, mode, aerr
 }
 

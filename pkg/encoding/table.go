@@ -1,4 +1,4 @@
-package server
+package encoding
 
 import (
 	"bufio"
@@ -15,8 +15,8 @@ import (
 	"github.com/watchcache/watchcache/pkg/table"
 )
 
-// tableOptions is a request for meta.k8s.io Table output (kubectl get).
-type tableOptions struct {
+// TableOptions is a request for meta.k8s.io Table output (kubectl get).
+type TableOptions struct {
 	apiVersion    string // meta.k8s.io/v1 or meta.k8s.io/v1beta1
 	includeObject string // None, Metadata (default) or Object
 	// noHeaders leaves the column definitions out, as kube-apiserver does
@@ -24,9 +24,9 @@ type tableOptions struct {
 	noHeaders bool
 }
 
-// tableRequest returns the Table options when the Accept header's first
+// TableRequest returns the Table options when the Accept header's first
 // media type that this server can produce is a Table; nil otherwise.
-func tableRequest(r *http.Request) *tableOptions {
+func TableRequest(r *http.Request) *TableOptions {
 	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
 		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
 		if err != nil || (mt != "application/json" && mt != "*/*") {
@@ -39,14 +39,14 @@ func tableRequest(r *http.Request) *tableOptions {
 		if include == "" {
 			include = "Metadata"
 		}
-		return &tableOptions{apiVersion: "meta.k8s.io/" + params["v"], includeObject: include}
+		return &TableOptions{apiVersion: "meta.k8s.io/" + params["v"], includeObject: include}
 	}
 	return nil
 }
 
-// appendTable appends a Table of items with the resource's columns; list,
+// AppendTable appends a Table of items with the resource's columns; list,
 // if not nil, gives the table's list metadata.
-func (t *tableOptions) appendTable(buf []byte, res *resource.Resource, items []*object.Object, list *storage.List) []byte {
+func (t *TableOptions) AppendTable(buf []byte, res *resource.Resource, items []*object.Object, list *storage.List) []byte {
 	columns, stored := tableColumns(res)
 	buf = t.appendTableOpen(buf, columns, list)
 	now := time.Now()
@@ -59,12 +59,12 @@ func (t *tableOptions) appendTable(buf []byte, res *resource.Resource, items []*
 	return append(buf, "]}"...)
 }
 
-// tableList is the encoding of a list as a Table, one row per item.
-func (t *tableOptions) tableList(res *resource.Resource) listEncoding {
+// TableList is the encoding of a list as a Table, one row per item.
+func (t *TableOptions) TableList(res *resource.Resource) ListEncoding {
 	columns, stored := tableColumns(res)
 	now := time.Now()
 	var row []byte
-	return listEncoding{
+	return ListEncoding{
 		open: func(bw *bufio.Writer, list *storage.List) { bw.Write(t.appendTableOpen(nil, columns, list)) },
 		item: func(bw *bufio.Writer, obj *object.Object) {
 			row = t.appendRow(row[:0], columns, obj, stored(obj), now)
@@ -76,7 +76,7 @@ func (t *tableOptions) tableList(res *resource.Resource) listEncoding {
 
 // appendTableOpen appends a Table up to its first row: list, if not nil,
 // gives its list metadata.
-func (t *tableOptions) appendTableOpen(buf []byte, columns table.Printer, list *storage.List) []byte {
+func (t *TableOptions) appendTableOpen(buf []byte, columns table.Printer, list *storage.List) []byte {
 	buf = append(buf, `{"kind":"Table","apiVersion":"`...)
 	buf = append(buf, t.apiVersion...)
 	buf = append(buf, `","metadata":`...)
@@ -127,7 +127,7 @@ func tableColumns(res *resource.Resource) (table.Printer, func(*object.Object) [
 }
 
 // appendRow appends obj's row, its cells computed from cellJSON.
-func (t *tableOptions) appendRow(buf []byte, columns table.Printer, obj *object.Object, cellJSON []byte, now time.Time) []byte {
+func (t *TableOptions) appendRow(buf []byte, columns table.Printer, obj *object.Object, cellJSON []byte, now time.Time) []byte {
 	buf = append(buf, `{"cells":`...)
 	buf = columns.AppendCells(buf, cellJSON, now)
 	switch t.includeObject {

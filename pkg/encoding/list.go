@@ -1,4 +1,4 @@
-package server
+package encoding
 
 import (
 	"bufio"
@@ -13,19 +13,19 @@ import (
 // a list costs few writes, small enough that it never holds a whole list.
 const listBufferSize = 64 << 10
 
-// listEncoding is how a list response is written: everything before its
+// ListEncoding is how a list response is written: everything before its
 // first item (the list metadata included), each item, the separator
 // between items, and the end.
-type listEncoding struct {
+type ListEncoding struct {
 	open  func(bw *bufio.Writer, list *storage.List)
 	item  func(bw *bufio.Writer, obj *object.Object)
 	close string
 }
 
-// errClientGone marks a failed write of a response: the client went away.
-var errClientGone = errors.New("writing the response failed")
+// ErrClientGone marks a failed write of a response: the client went away.
+var ErrClientGone = errors.New("writing the response failed")
 
-// streamList writes a list response item by item as the store reads it:
+// StreamList writes a list response item by item as the store reads it:
 // the objects' ready bytes are copied into the response, never decoded
 // again, and a list streamed from etcd (storage.List.Rest) is flushed to
 // the client after each chunk, so that whatever the list's size the
@@ -35,12 +35,12 @@ var errClientGone = errors.New("writing the response failed")
 //
 // The status (200) and the beginning of the body are written before the
 // rest is read, so a store error after that (a compaction of the list's
-// revision, etcd down) cannot be answered with a Status: streamList
-// returns it and the caller must abort the response (abortResponse) so
+// revision, etcd down) cannot be answered with a Status: StreamList
+// returns it and the caller must abort the response (AbortResponse) so
 // that the client sees a broken transfer rather than a list that looks
 // complete. A failed write (the client gone) is returned wrapping
-// errClientGone; there is nobody left to tell.
-func streamList(w http.ResponseWriter, list *storage.List, enc listEncoding) error {
+// ErrClientGone; there is nobody left to tell.
+func StreamList(w http.ResponseWriter, list *storage.List, enc ListEncoding) error {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
@@ -60,7 +60,7 @@ func streamList(w http.ResponseWriter, list *storage.List, enc listEncoding) err
 			return nil
 		}
 		if err := bw.Flush(); err != nil {
-			return errors.Join(errClientGone, err)
+			return errors.Join(ErrClientGone, err)
 		}
 		if flusher != nil {
 			flusher.Flush()
@@ -72,12 +72,12 @@ func streamList(w http.ResponseWriter, list *storage.List, enc listEncoding) err
 	}
 	bw.WriteString(enc.close)
 	if err := bw.Flush(); err != nil {
-		return errors.Join(errClientGone, err)
+		return errors.Join(ErrClientGone, err)
 	}
 	return nil
 }
 
-// abortResponse ends a response that has begun without completing it:
+// AbortResponse ends a response that has begun without completing it:
 // net/http then closes the connection without the final chunk (HTTP/1.1)
 // or resets the stream (HTTP/2), and the client's read of the body fails
 // ("unexpected EOF", "stream error ... INTERNAL_ERROR") instead of ending
@@ -87,13 +87,13 @@ func streamList(w http.ResponseWriter, list *storage.List, enc listEncoding) err
 // kube-apiserver likewise closes the stream when a streamed list fails.
 // The filters between here and net/http (audit, the request deadline)
 // re-panic what they recover.
-func abortResponse() {
+func AbortResponse() {
 	panic(http.ErrAbortHandler)
 }
 
-// jsonList is the encoding of a JSON list of kind (e.g. PodList).
-func jsonList(kind, apiVersion string) listEncoding {
-	return listEncoding{
+// JSONList is the encoding of a JSON list of kind (e.g. PodList).
+func JSONList(kind, apiVersion string) ListEncoding {
+	return ListEncoding{
 		open: func(bw *bufio.Writer, list *storage.List) {
 			bw.WriteString(`{"kind":`)
 			writeJSONString(bw, kind)
@@ -108,7 +108,7 @@ func jsonList(kind, apiVersion string) listEncoding {
 	}
 }
 
-// writeList writes a JSON list of kind; see streamList for its errors.
-func writeList(w http.ResponseWriter, kind, apiVersion string, list *storage.List) error {
-	return streamList(w, list, jsonList(kind, apiVersion))
+// WriteList writes a JSON list of kind; see StreamList for its errors.
+func WriteList(w http.ResponseWriter, kind, apiVersion string, list *storage.List) error {
+	return StreamList(w, list, JSONList(kind, apiVersion))
 }

@@ -1,4 +1,4 @@
-package server
+package encoding
 
 import (
 	"encoding/json"
@@ -26,14 +26,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 )
 
-// protobufType is the media type client-go and kubectl use for bodies of
+// ProtobufType is the media type client-go and kubectl use for bodies of
 // built-in kinds.
-const protobufType = "application/vnd.kubernetes.protobuf"
+const ProtobufType = "application/vnd.kubernetes.protobuf"
 
-// protobufDecoder decodes protobuf bodies of the built-in kinds (the groups
+// ProtobufDecoder decodes protobuf bodies of the built-in kinds (the groups
 // of resource.Builtins) and of meta/v1 options. Responses are always JSON, which every client
 // accepts.
-var protobufDecoder = func() runtime.Decoder {
+var ProtobufDecoder = func() runtime.Decoder {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, rbacv1.AddToScheme,
 		authenticationv1.AddToScheme, authorizationv1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme,
@@ -49,7 +49,7 @@ var protobufDecoder = func() runtime.Decoder {
 
 // protobufToJSON converts a protobuf body into JSON, checking its kind.
 func protobufToJSON(data []byte, kind string) ([]byte, *apierrors.StatusError) {
-	obj, gvk, err := protobufDecoder.Decode(data, nil, nil)
+	obj, gvk, err := ProtobufDecoder.Decode(data, nil, nil)
 	if err != nil {
 		return nil, apistatus.BadRequest("the protobuf request body cannot be decoded: %v", err)
 	}

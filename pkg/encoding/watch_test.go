@@ -1,4 +1,4 @@
-package server
+package encoding
 
 import (
 	"bytes"
@@ -24,17 +24,17 @@ func TestEventLinesKeepSharedEncodings(t *testing.T) {
 		t.Fatal(err)
 	}
 	shared := &storage.SharedEncoding{}
-	first := &eventEncoder{res: pods}
-	second := &eventEncoder{res: pods}
+	first := &EventEncoder{res: pods}
+	second := &EventEncoder{res: pods}
 	event := storage.Event{Type: storage.EventModified, Object: obj, ResourceVersion: 7, Shared: shared}
 
-	sharedLine := first.line(event)
+	sharedLine := first.Line(event)
 	want := append([]byte(nil), sharedLine...)
-	if got := second.line(event); &got[0] != &sharedLine[0] {
+	if got := second.Line(event); &got[0] != &sharedLine[0] {
 		t.Fatal("the second watcher encoded the shared event again")
 	}
-	for _, enc := range []*eventEncoder{first, second} {
-		bookmark := enc.line(storage.Event{Type: storage.EventBookmark, ResourceVersion: 9})
+	for _, enc := range []*EventEncoder{first, second} {
+		bookmark := enc.Line(storage.Event{Type: storage.EventBookmark, ResourceVersion: 9})
 		var decoded struct {
 			Type   string          `json:"type"`
 			Object json.RawMessage `json:"object"`

@@ -1,4 +1,4 @@
-package server
+package encoding
 
 import (
 	"bufio"
@@ -42,19 +42,25 @@ func writeJSONString(bw *bufio.Writer, s string) {
 	bw.Write(data)
 }
 
-// eventEncoder encodes watch events of one resource for one client.
-type eventEncoder struct {
+// EventEncoder encodes watch events of one resource for one client.
+type EventEncoder struct {
 	res   *resource.Resource
-	table *tableOptions // nil: objects as they are
+	table *TableOptions // nil: objects as they are
 	// scratch holds this client's own encodings, reused from event to
 	// event; encodings shared with other watchers are never written into.
 	scratch []byte
 }
 
-// line returns one event's JSON line: for an event delivered to many
+// NewEventEncoder returns the encoder of res's watch events for one
+// client: as JSON objects, or as Tables if table is not nil.
+func NewEventEncoder(res *resource.Resource, table *TableOptions) *EventEncoder {
+	return &EventEncoder{res: res, table: table}
+}
+
+// Line returns one event's JSON line: for an event delivered to many
 // watchers, the encoding they share (encoded once for all); otherwise one
 // in the scratch buffer, valid until the next call.
-func (e *eventEncoder) line(ev storage.Event) []byte {
+func (e *EventEncoder) Line(ev storage.Event) []byte {
 	if ev.Shared != nil && e.table == nil && ev.Object != nil {
 		return ev.Shared.Get(ev.Type, func() []byte { return e.appendEvent(nil, ev) })
 	}
@@ -64,7 +70,7 @@ func (e *eventEncoder) line(ev storage.Event) []byte {
 
 // appendEvent appends one event's JSON line to buf. An ERROR event carries
 // the Status of its error.
-func (e *eventEncoder) appendEvent(buf []byte, ev storage.Event) []byte {
+func (e *EventEncoder) appendEvent(buf []byte, ev storage.Event) []byte {
 	buf = append(buf, `{"type":"`...)
 	buf = append(buf, ev.Type...)
 	buf = append(buf, `","object":`...)
@@ -76,7 +82,7 @@ func (e *eventEncoder) appendEvent(buf []byte, ev storage.Event) []byte {
 		buf = append(buf, data...)
 	default:
 		if e.table != nil {
-			buf = e.table.appendTable(buf, e.res, []*object.Object{ev.Object}, nil)
+			buf = e.table.AppendTable(buf, e.res, []*object.Object{ev.Object}, nil)
 			e.table.noHeaders = true // the first event's are the watch's
 		} else {
 			buf = ev.Object.AppendJSON(buf)
@@ -87,7 +93,7 @@ func (e *eventEncoder) appendEvent(buf []byte, ev storage.Event) []byte {
 
 // appendBookmark appends a BOOKMARK's object: the resource's kind with only
 // metadata.resourceVersion (and the initial-events-end annotation).
-func (e *eventEncoder) appendBookmark(buf []byte, ev storage.Event) []byte {
+func (e *EventEncoder) appendBookmark(buf []byte, ev storage.Event) []byte {
 	buf = append(buf, `{"kind":"`...)
 	buf = append(buf, e.res.Kind...)
 	buf = append(buf, `","apiVersion":"`...)

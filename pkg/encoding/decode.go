@@ -1,4 +1,4 @@
-package server
+package encoding
 
 import (
 	"errors"
@@ -17,25 +17,25 @@ import (
 	kjson "sigs.k8s.io/json"
 )
 
-// maxBodyBytes is the largest request body accepted (kube-apiserver's
+// MaxBodyBytes is the largest request body accepted (kube-apiserver's
 // limit for objects is about 3 MiB).
-const maxBodyBytes = 3 << 20
+const MaxBodyBytes = 3 << 20
 
-// readBody reads a request body, refusing more than maxBodyBytes (413).
-func readBody(r *http.Request) ([]byte, *apierrors.StatusError) {
-	data, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+// ReadBody reads a request body, refusing more than MaxBodyBytes (413).
+func ReadBody(r *http.Request) ([]byte, *apierrors.StatusError) {
+	data, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
 	if err != nil {
 		return nil, apistatus.BadRequest("reading the request body: %v", err)
 	}
-	if len(data) > maxBodyBytes {
+	if len(data) > MaxBodyBytes {
 		return nil, apistatus.New(http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge,
-			"the request body is larger than the limit of %d bytes", maxBodyBytes)
+			"the request body is larger than the limit of %d bytes", MaxBodyBytes)
 	}
 	return data, nil
 }
 
-// mediaType returns the request's Content-Type without parameters.
-func mediaType(r *http.Request) string {
+// MediaType returns the request's Content-Type without parameters.
+func MediaType(r *http.Request) string {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil {
 		return ""
@@ -43,58 +43,62 @@ func mediaType(r *http.Request) string {
 	return mt
 }
 
-// readJSONBody reads an object body of the given kind as JSON: JSON as
+// ReadJSONBody reads an object body of the given kind as JSON: JSON as
 // is, protobuf (built-in kinds only) converted; other media types are 415.
-func readJSONBody(r *http.Request, kind string, builtin bool) ([]byte, *apierrors.StatusError) {
-	mt := mediaType(r)
-	if mt != "application/json" && mt != "" && (mt != protobufType || !builtin) {
+func ReadJSONBody(r *http.Request, kind string, builtin bool) ([]byte, *apierrors.StatusError) {
+	mt := MediaType(r)
+	if mt != "application/json" && mt != "" && (mt != ProtobufType || !builtin) {
 		accepted := "application/json"
 		if builtin {
-			accepted += ", " + protobufType
+			accepted += ", " + ProtobufType
 		}
 		return nil, apistatus.New(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
 			"the body of the request was in an unknown format - accepted media types include: %s", accepted)
 	}
-	body, aerr := readBody(r)
-	if aerr != nil || mt != protobufType {
+	body, aerr := ReadBody(r)
+	if aerr != nil || mt != ProtobufType {
 		return body, aerr
 	}
 	return protobufToJSON(body, kind)
 }
 
-// cannotHandle is kube-apiserver's 400 for a body its decoder refuses: the
+// CannotHandle is kube-apiserver's 400 for a body its decoder refuses: the
 // body's kind and version, the kind the request takes, and why.
-func cannotHandle(kind, version, want string, err error) *apierrors.StatusError {
+func CannotHandle(kind, version, want string, err error) *apierrors.StatusError {
 	return apistatus.BadRequest("%s in version %q cannot be handled as a %s: %v", kind, version, want, err)
 }
 
-// fieldValidation is the fieldValidation query parameter.
-type fieldValidation string
+// FieldValidation is the fieldValidation query parameter: what a write
+// does about unknown and duplicate fields in its body.
+type FieldValidation string
 
+// The fieldValidation modes: refuse the write (400), warn of the fields
+// (Warning headers, kube-apiserver's default), or say nothing.
 const (
-	validationStrict fieldValidation = "Strict"
-	validationWarn   fieldValidation = "Warn"
-	validationIgnore fieldValidation = "Ignore"
+	ValidationStrict FieldValidation = "Strict"
+	ValidationWarn   FieldValidation = "Warn"
+	ValidationIgnore FieldValidation = "Ignore"
 )
 
-func parseFieldValidation(r *http.Request) (fieldValidation, *apierrors.StatusError) {
-	switch v := fieldValidation(r.URL.Query().Get("fieldValidation")); v {
+// ParseFieldValidation reads the request's fieldValidation mode.
+func ParseFieldValidation(r *http.Request) (FieldValidation, *apierrors.StatusError) {
+	switch v := FieldValidation(r.URL.Query().Get("fieldValidation")); v {
 	case "":
-		return validationWarn, nil // kube-apiserver's default
-	case validationStrict, validationWarn, validationIgnore:
+		return ValidationWarn, nil // kube-apiserver's default
+	case ValidationStrict, ValidationWarn, ValidationIgnore:
 		return v, nil
 	default:
 		return "", apistatus.BadRequest("fieldValidation %q is invalid: must be Strict, Warn or Ignore", v)
 	}
 }
 
-// decodeObject decodes a create or update body as decodeFields does and
+// DecodeObject decodes a create or update body as DecodeFields does and
 // reports its unknown and duplicate fields as fieldValidation says: a 400
 // (Strict) or warnings (Warn); a built-in kind's body that does not decode
 // into its type is a 400 whatever the mode, as kube-apiserver answers.
-func decodeObject(w http.ResponseWriter, data []byte, res *resource.Resource, mode fieldValidation) (map[string]any, *apierrors.StatusError) {
-	obj, problems, err := decodeFields(data, res, mode)
-	if err == nil && mode == validationStrict && len(problems) > 0 {
+func DecodeObject(w http.ResponseWriter, data []byte, res *resource.Resource, mode FieldValidation) (map[string]any, *apierrors.StatusError) {
+	obj, problems, err := DecodeFields(data, res, mode)
+	if err == nil && mode == ValidationStrict && len(problems) > 0 {
 		err = runtime.NewStrictDecodingError(problems)
 	}
 	var aerr *apierrors.StatusError
@@ -102,13 +106,13 @@ func decodeObject(w http.ResponseWriter, data []byte, res *resource.Resource, mo
 	case errors.As(err, &aerr):
 		return nil, aerr
 	case err != nil:
-		return nil, cannotHandle(res.Kind, res.Version, res.Kind, err)
+		return nil, CannotHandle(res.Kind, res.Version, res.Kind, err)
 	}
-	addWarnings(w.Header(), problems)
+	AddWarnings(w.Header(), problems)
 	return obj, nil
 }
 
-// decodeFields decodes a JSON object into a generic map (numbers kept
+// DecodeFields decodes a JSON object into a generic map (numbers kept
 // exact), pruned and defaulted by a custom resource's schema, and returns
 // with it, unless mode is Ignore, its unknown and duplicate fields, as
 // kube-apiserver's strict decoding finds them: built-in kinds' against
@@ -117,7 +121,7 @@ func decodeObject(w http.ResponseWriter, data []byte, res *resource.Resource, mo
 // built-in kind's object that does not decode into its type is the error
 // of that decoding ("json: cannot unmarshal ..."); data that is no JSON
 // object, a 400 *apierrors.StatusError.
-func decodeFields(data []byte, res *resource.Resource, mode fieldValidation) (map[string]any, []error, error) {
+func DecodeFields(data []byte, res *resource.Resource, mode FieldValidation) (map[string]any, []error, error) {
 	var obj map[string]any
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &obj); err != nil {
 		return nil, nil, apistatus.BadRequest("the request body is not a JSON object: %v", err)
@@ -141,18 +145,18 @@ func decodeFields(data []byte, res *resource.Resource, mode fieldValidation) (ma
 			return nil, nil, err
 		}
 		problems = strict
-	} else if mode != validationIgnore {
+	} else if mode != ValidationIgnore {
 		problems = append(problems, strictMetadataErrors(data, res.CustomSchema == nil)...)
 	}
-	if mode == validationIgnore {
+	if mode == ValidationIgnore {
 		return obj, nil, nil
 	}
 	return obj, problems, nil
 }
 
-// addWarnings adds a Warning header for each of a write's unknown or
+// AddWarnings adds a Warning header for each of a write's unknown or
 // duplicate fields (fieldValidation Warn).
-func addWarnings(h http.Header, problems []error) {
+func AddWarnings(h http.Header, problems []error) {
 	for _, p := range problems {
 		h.Add("Warning", fmt.Sprintf("299 - %q", p.Error()))
 	}

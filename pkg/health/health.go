@@ -1,8 +1,12 @@
-package server
+// Package health serves /healthz, /livez and /readyz as kube-apiserver's
+// server/healthz does: named checks, run on every request, with
+// ?verbose, ?exclude= and /<endpoint>/<check> (docs/design.md, "Health").
+package health
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
 	"slices"
@@ -12,8 +16,8 @@ import (
 	"github.com/watchcache/watchcache/pkg/apistatus"
 )
 
-// HealthCheck is a named check of /livez, /readyz or /healthz.
-type HealthCheck struct {
+// Check is a named check of /livez, /readyz or /healthz.
+type Check struct {
 	Name string
 	// Group, if set, is a name that ?exclude= skips this check by too, as
 	// kube-apiserver's grouped checks ("etcd" skips "etcd-override-0").
@@ -23,20 +27,20 @@ type HealthCheck struct {
 	Check     func(context.Context) error
 }
 
-// healthCheckTimeout bounds each check (the checks that reach etcd bound
+// checkTimeout bounds each check (the checks that reach etcd bound
 // themselves with the --etcd-*check-timeout flags).
-const healthCheckTimeout = 5 * time.Second
+const checkTimeout = 5 * time.Second
 
 // pingCheck is every endpoint's first check: the process serves HTTP.
-var pingCheck = HealthCheck{Name: "ping", Check: func(context.Context) error { return nil }}
+var pingCheck = Check{Name: "ping", Check: func(context.Context) error { return nil }}
 
-// healthEndpoints maps /healthz, /livez and /readyz to their checks, as
+// endpoints maps /healthz, /livez and /readyz to their checks, as
 // kube-apiserver has them: ping and every check for /readyz, ping and the
 // checks that are not ReadyOnly (etcd) for /healthz and /livez.
-func healthEndpoints(checks []HealthCheck) map[string][]HealthCheck {
-	ready := append([]HealthCheck{pingCheck}, checks...)
-	live := slices.DeleteFunc(slices.Clone(ready), func(c HealthCheck) bool { return c.ReadyOnly })
-	return map[string][]HealthCheck{"healthz": live, "livez": live, "readyz": ready}
+func endpoints(checks []Check) map[string][]Check {
+	ready := append([]Check{pingCheck}, checks...)
+	live := slices.DeleteFunc(slices.Clone(ready), func(c Check) bool { return c.ReadyOnly })
+	return map[string][]Check{"healthz": live, "livez": live, "readyz": ready}
 }
 
 // serveHealth serves an endpoint ("livez") with its checks as
@@ -46,12 +50,12 @@ func healthEndpoints(checks []HealthCheck) map[string][]HealthCheck {
 // ones as "reason withheld" (the endpoints are public: the reason is in the
 // log and at /<endpoint>/<check>), and "<endpoint> check failed".
 // /<endpoint>/<check> runs that check alone: "ok", or 500 with its error.
-func (s *Server) serveHealth(endpoint string, checks []HealthCheck) http.HandlerFunc {
+func serve(endpoint string, checks []Check, log *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		if name, one := strings.CutPrefix(r.URL.Path, "/"+endpoint+"/"); one {
-			i := slices.IndexFunc(checks, func(c HealthCheck) bool { return c.Name == name })
+			i := slices.IndexFunc(checks, func(c Check) bool { return c.Name == name })
 			if i < 0 {
 				apistatus.Write(w, apistatus.NotFoundPath(), apistatus.Subject{})
 				return
@@ -95,7 +99,7 @@ func (s *Server) serveHealth(endpoint string, checks []HealthCheck) http.Handler
 			fmt.Fprintf(&out, "warn: some health checks cannot be excluded: no matches for %s\n", strings.Join(names, ","))
 		}
 		if len(failed) > 0 {
-			s.log.Info("health check failed", "endpoint", endpoint, "failed", failed)
+			log.Info("health check failed", "endpoint", endpoint, "failed", failed)
 			http.Error(w, out.String()+endpoint+" check failed", http.StatusInternalServerError)
 			return
 		}
@@ -107,9 +111,19 @@ func (s *Server) serveHealth(endpoint string, checks []HealthCheck) http.Handler
 	}
 }
 
-// runCheck runs a check within healthCheckTimeout.
-func runCheck(ctx context.Context, c HealthCheck) error {
-	ctx, cancel := context.WithTimeout(ctx, healthCheckTimeout)
+// runCheck runs a check within checkTimeout.
+func runCheck(ctx context.Context, c Check) error {
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	return c.Check(ctx)
+}
+
+// Register serves /healthz, /livez and /readyz on mux with checks (besides
+// ping, in order; those not ReadyOnly are also the checks of /livez and
+// /healthz). Failures are logged to log.
+func Register(mux *http.ServeMux, checks []Check, log *slog.Logger) {
+	for endpoint, checks := range endpoints(checks) {
+		mux.HandleFunc("/"+endpoint, serve(endpoint, checks, log))
+		mux.HandleFunc("/"+endpoint+"/", serve(endpoint, checks, log))
+	}
 }
