@@ -17,6 +17,7 @@ import (
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/apply"
+	"github.com/watchcache/watchcache/pkg/discovery"
 	"github.com/watchcache/watchcache/pkg/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -237,7 +238,7 @@ func groupVersionDocument(resources []*resource.Resource, facts map[string]map[s
 	}
 	return map[string]any{
 		"openapi":    "3.0.0",
-		"info":       map[string]any{"title": "Kubernetes", "version": Version.GitVersion},
+		"info":       map[string]any{"title": "Kubernetes", "version": discovery.Version.GitVersion},
 		"paths":      paths,
 		"components": map[string]any{"schemas": sg.schemas},
 	}

@@ -10,13 +10,13 @@ import (
 	"maps"
 	"net/http"
 	"net/http/pprof"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/admission"
 	"github.com/watchcache/watchcache/pkg/apistatus"
+	"github.com/watchcache/watchcache/pkg/discovery"
 	"github.com/watchcache/watchcache/pkg/health"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -85,6 +85,7 @@ type Server struct {
 	// other objects (always on, as there).
 	builtin    *admission.Builtin
 	afterWrite func(ctx context.Context, res *resource.Resource, rv uint64)
+	discovery  *discovery.Handler
 	// sharding is the ShardedListAndWatch gate.
 	sharding bool
 }
@@ -102,6 +103,7 @@ func New(cfg Config) *Server {
 		webhooks:   cfg.Webhooks,
 		builtin:    &admission.Builtin{Registry: cfg.Registry},
 		afterWrite: cfg.AfterWrite,
+		discovery:  discovery.New(cfg.Registry),
 		sharding:   !cfg.DisableShardedListAndWatch,
 	}
 	s.openapi.Store(buildOpenAPI(cfg.Registry, nil))
@@ -127,7 +129,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("/api/", s.serveAPI)
 	s.mux.HandleFunc("/apis", s.serveAPI)
 	s.mux.HandleFunc("/apis/", s.serveAPI)
-	s.mux.HandleFunc("/version", s.serveVersion)
+	s.mux.HandleFunc("/version", discovery.ServeVersion)
 	s.mux.HandleFunc("/openapi/", s.serveOpenAPI)
 	health.Register(s.mux, cfg.HealthChecks, cfg.Log)
 	s.mux.Handle("/metrics", metricsHandler(reg))
@@ -149,8 +151,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serveAPI serves everything under /api and /apis: discovery for paths
 // that stop at a group or version, resources below them.
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
-	if isDiscoveryPath(r.URL.Path) {
-		s.serveDiscovery(w, r)
+	if discovery.IsPath(r.URL.Path) {
+		s.discovery.ServeHTTP(w, r)
 		return
 	}
 	req, err := s.parseResourcePath(r)
@@ -163,19 +165,6 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	// Deferred: a response aborted midway (abortResponse) is counted too.
 	defer func() { s.metrics.observe(req, rec.code, time.Since(start)) }()
 	s.serveResource(rec, r, req)
-}
-
-// isDiscoveryPath reports whether a path names a group list, a group or a
-// group version: /api, /api/v1, /apis, /apis/g, /apis/g/v.
-func isDiscoveryPath(path string) bool {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	switch parts[0] {
-	case "api":
-		return len(parts) <= 2
-	case "apis":
-		return len(parts) <= 3
-	}
-	return false
 }
 
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *request) {

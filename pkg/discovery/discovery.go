@@ -1,4 +1,9 @@
-package server
+// Package discovery serves what a client reads to learn the API, as
+// kube-apiserver's endpoints/discovery does: /api and /apis with their
+// groups, versions and resources (verbs, short names, categories,
+// storageVersionHash), from the registry as it is at each request, so that
+// a custom resource is listed as soon as it is served; and /version.
+package discovery
 
 import (
 	"crypto/sha256"
@@ -27,8 +32,32 @@ var Version = version.Info{
 	Platform:   runtime.GOOS + "/" + runtime.GOARCH,
 }
 
-func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) {
+// ServeVersion serves /version.
+func ServeVersion(w http.ResponseWriter, r *http.Request) {
 	encoding.WriteJSON(w, http.StatusOK, &Version)
+}
+
+// Handler serves the discovery documents of a registry's resources.
+type Handler struct {
+	registry *resource.Registry
+}
+
+// New returns the discovery Handler of registry.
+func New(registry *resource.Registry) *Handler {
+	return &Handler{registry: registry}
+}
+
+// IsPath reports whether a path names a group list, a group or a group
+// version: /api, /api/v1, /apis, /apis/g, /apis/g/v.
+func IsPath(path string) bool {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch parts[0] {
+	case "api":
+		return len(parts) <= 2
+	case "apis":
+		return len(parts) <= 3
+	}
+	return false
 }
 
 // subresourceVerbs are the verbs of /status and /scale.
@@ -37,10 +66,10 @@ var subresourceVerbs = metav1.Verbs{"get", "patch", "update"}
 // createVerb is the one verb of reviews and action subresources.
 var createVerb = metav1.Verbs{"create"}
 
-// serveDiscovery serves the classic (unaggregated) discovery documents.
+// ServeHTTP serves the classic (unaggregated) discovery documents.
 // kubectl asks for aggregated discovery first; a plain application/json
 // answer makes it fall back to these.
-func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch {
 	case len(parts) == 1 && parts[0] == "api":
@@ -108,7 +137,7 @@ func groupPriority(group string) int {
 
 // apiGroup is a group's discovery entry; unlike /api, kube-apiserver's
 // gives no server addresses.
-func (s *Server) apiGroup(name string, versions []string) metav1.APIGroup {
+func (s *Handler) apiGroup(name string, versions []string) metav1.APIGroup {
 	g := metav1.APIGroup{Name: name}
 	for _, v := range versions {
 		g.Versions = append(g.Versions, metav1.GroupVersionForDiscovery{GroupVersion: name + "/" + v, Version: v})
@@ -119,7 +148,9 @@ func (s *Server) apiGroup(name string, versions []string) metav1.APIGroup {
 	return g
 }
 
-func (s *Server) resourceList(groupVersion string) *metav1.APIResourceList {
+// resourceList is the APIResourceList of a group version (of /api/v1,
+// "v1"), its subresources after each resource.
+func (s *Handler) resourceList(groupVersion string) *metav1.APIResourceList {
 	list := &metav1.APIResourceList{
 		TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
 		GroupVersion: groupVersion,
@@ -187,6 +218,7 @@ func storageVersionHash(group, version, kind string) string {
 	return base64.StdEncoding.EncodeToString(sum[:8])
 }
 
+// serverAddresses is where clients reach this server: the host they asked.
 func serverAddresses(r *http.Request) []metav1.ServerAddressByClientCIDR {
 	return []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: r.Host}}
 }
