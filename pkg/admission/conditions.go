@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/google/cel-go/cel"
-	"github.com/watchcache/watchcache/pkg/crdschema"
+	"github.com/watchcache/watchcache/pkg/crd/crdschema"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/watchcache/watchcache/pkg/jsonmap"
+	"github.com/watchcache/watchcache/pkg/jsontree"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -42,7 +42,7 @@ var ingressClassDefaulting = classDefaulting{
 // of d, if there is one.
 func defaultClassOf(d classDefaulting) func(ctx context.Context, b *Builtin, req *Request) error {
 	return func(ctx context.Context, b *Builtin, req *Request) error {
-		spec := jsonmap.Child(req.Object, "spec")
+		spec := jsontree.Child(req.Object, "spec")
 		meta, _ := req.Object["metadata"].(map[string]any)
 		annotations, _ := meta["annotations"].(map[string]any)
 		if _, named := annotations[d.classAnnotation]; named {

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/watchcache/watchcache/pkg/jsonmap"
+	"github.com/watchcache/watchcache/pkg/jsontree"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -95,7 +95,7 @@ func setDefaultResources(pod map[string]any, lr *corev1.LimitRange) {
 		}
 	}
 	if len(set) > 0 {
-		annotations := jsonmap.Child(jsonmap.Child(pod, "metadata"), "annotations")
+		annotations := jsontree.Child(jsontree.Child(pod, "metadata"), "annotations")
 		annotations[limitRangerAnnotation] = "LimitRanger plugin set: " + strings.Join(set, "; ")
 	}
 }
@@ -111,7 +111,7 @@ func setMissing(container map[string]any, field string, values corev1.ResourceLi
 			continue
 		}
 		q := values[name]
-		jsonmap.Child(jsonmap.Child(container, "resources"), field)[string(name)] = q.String()
+		jsontree.Child(jsontree.Child(container, "resources"), field)[string(name)] = q.String()
 		names = append(names, string(name))
 	}
 	return names

@@ -13,7 +13,7 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
-	"github.com/watchcache/watchcache/pkg/crdschema"
+	"github.com/watchcache/watchcache/pkg/crd/crdschema"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 )

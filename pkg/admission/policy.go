@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/google/cel-go/cel"
-	"github.com/watchcache/watchcache/pkg/crdschema"
+	"github.com/watchcache/watchcache/pkg/crd/crdschema"
 	"github.com/watchcache/watchcache/pkg/storage"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/watchcache/watchcache/pkg/jsonmap"
+	"github.com/watchcache/watchcache/pkg/jsontree"
 	admissionv1 "k8s.io/api/admission/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 )
@@ -20,7 +20,7 @@ const preemptLowerPriority = "PreemptLowerPriority"
 
 // resolvePriority sets a new pod's priority and preemption policy.
 func resolvePriority(ctx context.Context, b *Builtin, req *Request) error {
-	spec := jsonmap.Child(req.Object, "spec")
+	spec := jsontree.Child(req.Object, "spec")
 	name, _ := spec["priorityClassName"].(string)
 	var class *schedulingv1.PriorityClass
 	if name == "" {

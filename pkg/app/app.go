@@ -31,13 +31,13 @@ import (
 	"github.com/watchcache/watchcache/pkg/etcdembed"
 	"github.com/watchcache/watchcache/pkg/health"
 	"github.com/watchcache/watchcache/pkg/leaderelect"
-	"github.com/watchcache/watchcache/pkg/metrics"
 	"github.com/watchcache/watchcache/pkg/pki"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/server"
 	"github.com/watchcache/watchcache/pkg/storage"
 	"github.com/watchcache/watchcache/pkg/storage/cacher"
 	"github.com/watchcache/watchcache/pkg/storage/etcd3"
+	"github.com/watchcache/watchcache/pkg/storage/storagemetrics"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -290,7 +290,7 @@ func Start(cfg Config) (_ *App, err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	promRegistry := prometheus.NewRegistry()
-	storageMetrics := metrics.NewStorage(promRegistry)
+	storageMetrics := storagemetrics.NewStorage(promRegistry)
 	var enc *encryption.Config
 	if cfg.EncryptionProviderConfig != "" {
 		if enc, err = encryption.Load(cfg.EncryptionProviderConfig); err != nil {
@@ -482,7 +482,7 @@ func (a *App) cachesInitialized(timeout time.Duration) func(context.Context) err
 
 // newStore builds a resource's store: etcd3 (encrypting values as enc
 // says), behind a watch cache unless the cache is off for it.
-func (a *App) newStore(cfg Config, res *resource.Resource, m *metrics.Storage, enc *encryption.Config) storage.Interface {
+func (a *App) newStore(cfg Config, res *resource.Resource, m *storagemetrics.Storage, enc *encryption.Config) storage.Interface {
 	etcdConfig := etcd3.Config{Client: a.etcdClient(res), Prefix: res.EtcdPrefix(cfg.EtcdPrefix), Schema: res.Schema(),
 		Resource: res.String(), Metrics: m, DisableShardedListAndWatch: cfg.DisableShardedListAndWatch}
 	if t := enc.For(res.Group, res.Plural); t != nil {

@@ -12,9 +12,9 @@ import (
 
 	"github.com/watchcache/watchcache/pkg/conversion"
 	"github.com/watchcache/watchcache/pkg/crd"
+	"github.com/watchcache/watchcache/pkg/deletion"
 	"github.com/watchcache/watchcache/pkg/informer"
-	"github.com/watchcache/watchcache/pkg/jsonmap"
-	"github.com/watchcache/watchcache/pkg/lifecycle"
+	"github.com/watchcache/watchcache/pkg/jsontree"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
@@ -403,7 +403,7 @@ func (c *CRDs) terminate(ctx context.Context, obj *object.Object, def *apiextens
 	c.mu.Unlock()
 	if s != nil {
 		zero := int64(0)
-		left, err := lifecycle.DeleteAll(ctx, s.resources[0], s.store, "", storage.ListOptions{},
+		left, err := deletion.DeleteAll(ctx, s.resources[0], s.store, "", storage.ListOptions{},
 			strategy.Deletion{GracePeriodSeconds: &zero, Now: time.Now()})
 		if err != nil {
 			return result{}, err
@@ -419,7 +419,7 @@ func (c *CRDs) terminate(ctx context.Context, obj *object.Object, def *apiextens
 		if err != nil {
 			return nil, err
 		}
-		meta := jsonmap.Child(o, "metadata")
+		meta := jsontree.Child(o, "metadata")
 		removeFromList(meta, "finalizers", func(f any) bool { return f == FinalizerCRDCleanup })
 		delete(meta, "resourceVersion")
 		return json.Marshal(o)
@@ -430,7 +430,7 @@ func (c *CRDs) terminate(ctx context.Context, obj *object.Object, def *apiextens
 	if err != nil {
 		return result{}, err
 	}
-	_, err = lifecycle.FinishUpdate(ctx, c.crds, store, updated)
+	_, err = deletion.FinishUpdate(ctx, c.crds, store, updated)
 	return result{}, err
 }
 
@@ -456,11 +456,11 @@ func (c *CRDs) setStatus(ctx context.Context, obj *object.Object, change func(st
 			return nil, err
 		}
 		before, _ := json.Marshal(o["status"])
-		change(jsonmap.Child(o, "status"))
+		change(jsontree.Child(o, "status"))
 		if after, _ := json.Marshal(o["status"]); string(after) == string(before) {
 			return nil, errUnchanged
 		}
-		delete(jsonmap.Child(o, "metadata"), "resourceVersion")
+		delete(jsontree.Child(o, "metadata"), "resourceVersion")
 		return json.Marshal(o)
 	}, obj)
 	if errors.Is(err, errUnchanged) || storage.CodeOf(err) == storage.ErrNotFound {

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/watchcache/watchcache/pkg/deletion"
 	"github.com/watchcache/watchcache/pkg/informer"
-	"github.com/watchcache/watchcache/pkg/jsonmap"
-	"github.com/watchcache/watchcache/pkg/lifecycle"
+	"github.com/watchcache/watchcache/pkg/jsontree"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
@@ -391,7 +391,7 @@ func (gc *GarbageCollector) dependentsOf(uid string) map[objectRef]bool {
 // delete deletes an object (if it is still the one of uid) with a
 // propagation policy.
 func (gc *GarbageCollector) delete(ctx context.Context, ref objectRef, uid string, policy metav1.DeletionPropagation) error {
-	_, err := lifecycle.Delete(ctx, ref.res, gc.store(ref.res), ref.key, &storage.Preconditions{UID: &uid},
+	_, err := deletion.Delete(ctx, ref.res, gc.store(ref.res), ref.key, &storage.Preconditions{UID: &uid},
 		strategy.Deletion{Propagation: &policy, Now: time.Now()}, nil)
 	if storage.CodeOf(err) == storage.ErrNotFound || storage.CodeOf(err) == storage.ErrConflict {
 		return nil // gone, or another object now: its own events bring it back
@@ -427,7 +427,7 @@ func removeFromList(meta map[string]any, field string, drop func(any) bool) bool
 	if len(kept) == len(list) {
 		return false
 	}
-	jsonmap.SetList(meta, field, kept)
+	jsontree.SetList(meta, field, kept)
 	return true
 }
 
@@ -454,7 +454,7 @@ func (gc *GarbageCollector) update(ctx context.Context, ref objectRef, uid strin
 	case err != nil:
 		return err
 	}
-	_, err = lifecycle.FinishUpdate(ctx, ref.res, store, updated)
+	_, err = deletion.FinishUpdate(ctx, ref.res, store, updated)
 	return err
 }
 

@@ -13,9 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/watchcache/watchcache/pkg/deletion"
 	"github.com/watchcache/watchcache/pkg/informer"
-	"github.com/watchcache/watchcache/pkg/jsonmap"
-	"github.com/watchcache/watchcache/pkg/lifecycle"
+	"github.com/watchcache/watchcache/pkg/jsontree"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
@@ -146,7 +146,7 @@ func (c *Namespaces) sync(ctx context.Context, name string) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	if lifecycle.BeingDeleted(ns) {
+	if deletion.BeingDeleted(ns) {
 		c.terminating.Add(name)
 		return result{}, nil
 	}
@@ -162,7 +162,7 @@ func (c *Namespaces) syncDeletion(ctx context.Context, name string) (result, err
 	if storage.CodeOf(err) == storage.ErrNotFound {
 		return result{}, nil
 	}
-	if err != nil || !lifecycle.BeingDeleted(ns) {
+	if err != nil || !deletion.BeingDeleted(ns) {
 		return result{}, err
 	}
 	return c.terminate(ctx, ns)
@@ -199,7 +199,7 @@ func (c *Namespaces) ensureRootCA(ctx context.Context, ns string) error {
 		if err != nil {
 			return nil, err
 		}
-		jsonmap.Child(obj, "data")[rootCAKey] = string(c.RootCA)
+		jsontree.Child(obj, "data")[rootCAKey] = string(c.RootCA)
 		return json.Marshal(obj)
 	}, cur)
 	if storage.CodeOf(err) == storage.ErrNotFound || storage.CodeOf(err) == storage.ErrConflict {
@@ -263,7 +263,7 @@ func (c *Namespaces) deleteContent(ctx context.Context, ns string) (contentLeft,
 		if !res.Namespaced || !res.OwnStorage() {
 			continue
 		}
-		list, err := lifecycle.DeleteAll(ctx, res, c.store(res), res.Scope(ns), storage.ListOptions{}, d)
+		list, err := deletion.DeleteAll(ctx, res, c.store(res), res.Scope(ns), storage.ListOptions{}, d)
 		if err != nil {
 			return left, fmt.Errorf("deleting %s in %s: %w", res, ns, err)
 		}
@@ -292,7 +292,7 @@ func (c *Namespaces) removeFinalizer(ctx context.Context, ns *object.Object) err
 		if err != nil {
 			return nil, err
 		}
-		removeFromList(jsonmap.Child(obj, "spec"), "finalizers", func(f any) bool { return f == strategy.FinalizerKubernetes })
+		removeFromList(jsontree.Child(obj, "spec"), "finalizers", func(f any) bool { return f == strategy.FinalizerKubernetes })
 		return json.Marshal(obj)
 	}, ns)
 	if storage.CodeOf(err) == storage.ErrNotFound {
@@ -301,7 +301,7 @@ func (c *Namespaces) removeFinalizer(ctx context.Context, ns *object.Object) err
 	if err != nil {
 		return err
 	}
-	_, err = lifecycle.FinishUpdate(ctx, c.namespaces, store, updated)
+	_, err = deletion.FinishUpdate(ctx, c.namespaces, store, updated)
 	return err
 }
 
@@ -341,7 +341,7 @@ func (c *Namespaces) setConditions(ctx context.Context, ns *object.Object, left 
 		if err != nil {
 			return nil, err
 		}
-		status := jsonmap.Child(obj, "status")
+		status := jsontree.Child(obj, "status")
 		old, _ := status["conditions"].([]any)
 		if sameConditions(old, conditions) {
 			return nil, errUnchanged

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/watchcache/watchcache/pkg/crdschema"
+	"github.com/watchcache/watchcache/pkg/crd/crdschema"
 	"github.com/watchcache/watchcache/pkg/resource"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/version"

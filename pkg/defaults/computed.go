@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/watchcache/watchcache/pkg/jsonmap"
+	"github.com/watchcache/watchcache/pkg/jsontree"
 )
 
 // The defaults kube-apiserver computes from other fields. Each is the Fn
@@ -58,7 +58,7 @@ func defaultRequestsFromLimits(c map[string]any) {
 	if len(limits) == 0 {
 		return
 	}
-	requests := jsonmap.Child(resources, "requests")
+	requests := jsontree.Child(resources, "requests")
 	for name, limit := range limits {
 		if _, ok := requests[name]; !ok {
 			requests[name] = limit
@@ -212,7 +212,7 @@ func mergeStringData(secret map[string]any) {
 		return
 	}
 	delete(secret, "stringData")
-	data := jsonmap.Child(secret, "data")
+	data := jsontree.Child(secret, "data")
 	for k, v := range stringData {
 		s, _ := v.(string)
 		data[k] = base64.StdEncoding.EncodeToString([]byte(s))
@@ -334,7 +334,7 @@ func setDaemonSetTemplateGeneration(ds map[string]any) {
 	if !ok {
 		return
 	}
-	jsonmap.Child(meta, "annotations")[daemonSetTemplateGeneration] = "1"
+	jsontree.Child(meta, "annotations")[daemonSetTemplateGeneration] = "1"
 }
 
 // generateJobSelector (a new job without manualSelector): the job's pods
@@ -353,7 +353,7 @@ func generateJobSelector(job map[string]any) {
 	if template == nil {
 		return
 	}
-	labels := jsonmap.Child(jsonmap.Child(template, "metadata"), "labels")
+	labels := jsontree.Child(jsontree.Child(template, "metadata"), "labels")
 	maps.Copy(labels, map[string]any{"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": name,
 		"controller-uid": uid, "job-name": name})
 	spec["selector"] = map[string]any{"matchLabels": map[string]any{"batch.kubernetes.io/controller-uid": uid}}
@@ -386,7 +386,7 @@ func setStoredVersions(def map[string]any) {
 	versions, _ := spec["versions"].([]any)
 	for _, v := range versions {
 		if m, _ := v.(map[string]any); m["storage"] == true {
-			jsonmap.Child(def, "status")["storedVersions"] = []any{m["name"]}
+			jsontree.Child(def, "status")["storedVersions"] = []any{m["name"]}
 		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/watchcache/watchcache/pkg/jsonmap"
+	"github.com/watchcache/watchcache/pkg/jsontree"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -88,7 +88,7 @@ func applyRule(m map[string]any, path []string, r Rule) {
 	}
 	if len(path) == 1 && r.Fn == nil {
 		if _, present := m[seg]; !present {
-			m[seg] = jsonmap.DeepCopy(r.Value)
+			m[seg] = jsontree.DeepCopy(r.Value)
 		}
 		return
 	}
@@ -101,7 +101,7 @@ func applyRule(m map[string]any, path []string, r Rule) {
 func under(prefix string, lists ...[]Rule) []Rule {
 	out := slices.Concat(lists...)
 	for i := range out {
-		out[i].Path = jsonmap.JoinPath(prefix, out[i].Path)
+		out[i].Path = jsontree.JoinPath(prefix, out[i].Path)
 	}
 	return out
 }

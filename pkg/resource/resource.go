@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
-	"github.com/watchcache/watchcache/pkg/crdschema"
+	"github.com/watchcache/watchcache/pkg/crd/crdschema"
 	"github.com/watchcache/watchcache/pkg/object"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"

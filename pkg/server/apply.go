@@ -11,9 +11,9 @@ import (
 	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/auth/user"
 	"github.com/watchcache/watchcache/pkg/defaults"
+	"github.com/watchcache/watchcache/pkg/deletion"
 	"github.com/watchcache/watchcache/pkg/encoding"
-	"github.com/watchcache/watchcache/pkg/jsonmap"
-	"github.com/watchcache/watchcache/pkg/lifecycle"
+	"github.com/watchcache/watchcache/pkg/jsontree"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
@@ -146,7 +146,7 @@ func (s *Server) serverSideApply(w http.ResponseWriter, r *http.Request, req *re
 	}
 	warn := false
 	apply := func(live map[string]any) (map[string]any, error) {
-		out, err := fm.Apply(&unstructured.Unstructured{Object: live}, &unstructured.Unstructured{Object: jsonmap.DeepCopy(patch).(map[string]any)}, req.manager, req.force)
+		out, err := fm.Apply(&unstructured.Unstructured{Object: live}, &unstructured.Unstructured{Object: jsontree.DeepCopy(patch).(map[string]any)}, req.manager, req.force)
 		if err != nil {
 			return nil, apistatus.Unknown(err)
 		}
@@ -197,7 +197,7 @@ func (s *Server) serverSideApply(w http.ResponseWriter, r *http.Request, req *re
 		encoding.AddWarnings(w.Header(), yamlProblems(duplicates))
 	}
 	if err == nil {
-		updated, err = lifecycle.FinishUpdate(r.Context(), req.res, store, updated)
+		updated, err = deletion.FinishUpdate(r.Context(), req.res, store, updated)
 	}
 	if err != nil {
 		apistatus.Write(w, err, req.res.Subject(req.name))

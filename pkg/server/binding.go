@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
+	"github.com/watchcache/watchcache/pkg/deletion"
 	"github.com/watchcache/watchcache/pkg/encoding"
-	"github.com/watchcache/watchcache/pkg/jsonmap"
-	"github.com/watchcache/watchcache/pkg/lifecycle"
+	"github.com/watchcache/watchcache/pkg/jsontree"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
 	corev1 "k8s.io/api/core/v1"
@@ -73,24 +73,24 @@ func (s *Server) bind(ctx context.Context, req ActionRequest) (any, error) {
 	}
 	now := time.Now().UTC().Format(time.RFC3339)
 	_, err := store.GuaranteedUpdate(ctx, pods.Key(req.Namespace, b.Name), pre, func(cur *object.Object) ([]byte, error) {
-		if lifecycle.BeingDeleted(cur) {
+		if deletion.BeingDeleted(cur) {
 			return nil, storage.NewError(storage.ErrConflict, cur.Key(), "pod %s is being deleted, cannot be assigned to a host", b.Name)
 		}
 		var pod map[string]any
 		if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &pod); err != nil {
 			return nil, err
 		}
-		spec := jsonmap.Child(pod, "spec")
+		spec := jsontree.Child(pod, "spec")
 		if node, _ := spec["nodeName"].(string); node != "" {
 			return nil, storage.NewError(storage.ErrConflict, cur.Key(), "pod %s is already assigned to node %q", b.Name, node)
 		}
 		spec["nodeName"] = b.Target.Name
-		meta := jsonmap.Child(pod, "metadata")
+		meta := jsontree.Child(pod, "metadata")
 		delete(meta, "resourceVersion")
 		for k, v := range b.Annotations {
-			jsonmap.Child(meta, "annotations")[k] = v
+			jsontree.Child(meta, "annotations")[k] = v
 		}
-		setPodScheduled(jsonmap.Child(pod, "status"), now)
+		setPodScheduled(jsontree.Child(pod, "status"), now)
 		return encodeObject(pods, pod)
 	}, nil)
 	if err != nil {

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
+	"github.com/watchcache/watchcache/pkg/deletion"
 	"github.com/watchcache/watchcache/pkg/encoding"
-	"github.com/watchcache/watchcache/pkg/lifecycle"
 	"github.com/watchcache/watchcache/pkg/storage"
 	"github.com/watchcache/watchcache/pkg/strategy"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -68,7 +68,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *request, st
 		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
-	deleted, err := lifecycle.Delete(r.Context(), req.res, req.writeStore(store), req.key(), opts.pre, opts.deletion, nil)
+	deleted, err := deletion.Delete(r.Context(), req.res, req.writeStore(store), req.key(), opts.pre, opts.deletion, nil)
 	if err != nil {
 		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
@@ -136,7 +136,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *r
 		return
 	}
 	req.dryRun = opts.dryRun
-	deleted, err := lifecycle.DeleteAll(r.Context(), req.res, req.writeStore(store), req.scope(), p.opts, opts.deletion)
+	deleted, err := deletion.DeleteAll(r.Context(), req.res, req.writeStore(store), req.scope(), p.opts, opts.deletion)
 	if err != nil {
 		apistatus.Write(w, err, req.res.Subject(""))
 		return

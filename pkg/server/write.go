@@ -9,9 +9,9 @@ import (
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/defaults"
+	"github.com/watchcache/watchcache/pkg/deletion"
 	"github.com/watchcache/watchcache/pkg/encoding"
-	"github.com/watchcache/watchcache/pkg/jsonmap"
-	"github.com/watchcache/watchcache/pkg/lifecycle"
+	"github.com/watchcache/watchcache/pkg/jsontree"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
@@ -168,7 +168,7 @@ func (s *Server) requireNamespace(ctx context.Context, req *request, name string
 	if storage.CodeOf(err) == storage.ErrNotFound {
 		ns, err = store.Get(ctx, req.namespace, storage.GetOptions{})
 	}
-	if err == nil && lifecycle.BeingDeleted(ns) {
+	if err == nil && deletion.BeingDeleted(ns) {
 		return apistatus.New(http.StatusForbidden, metav1.StatusReasonForbidden,
 			"%s %q is forbidden: unable to create new content in namespace %s because it is being terminated", req.res.Plural, name, req.namespace)
 	}
@@ -191,10 +191,10 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *request, st
 	}
 	updated, err := store.GuaranteedUpdate(r.Context(), req.key(), nil, func(cur *object.Object) ([]byte, error) {
 		// Each attempt prepares its own copy: preparing changes it.
-		return s.prepareAdmittedUpdate(r.Context(), jsonmap.DeepCopy(obj).(map[string]any), req, cur)
+		return s.prepareAdmittedUpdate(r.Context(), jsontree.DeepCopy(obj).(map[string]any), req, cur)
 	}, nil)
 	if err == nil {
-		updated, err = lifecycle.FinishUpdate(r.Context(), req.res, store, updated)
+		updated, err = deletion.FinishUpdate(r.Context(), req.res, store, updated)
 	}
 	if err != nil {
 		apistatus.Write(w, err, req.res.Subject(req.name))
@@ -249,7 +249,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request, sto
 		encoding.AddWarnings(w.Header(), warnings)
 	}
 	if err == nil {
-		updated, err = lifecycle.FinishUpdate(r.Context(), req.res, store, updated)
+		updated, err = deletion.FinishUpdate(r.Context(), req.res, store, updated)
 	}
 	if err != nil {
 		apistatus.Write(w, err, req.res.Subject(req.name))
@@ -415,7 +415,7 @@ func readObjectBody(r *http.Request, res *resource.Resource) ([]byte, encoding.F
 // finalizers are done, and the create may be retried then).
 func (s *Server) alreadyExists(ctx context.Context, req *request, store storage.Interface, name string, err error) error {
 	e := apistatus.From(err, req.res.Subject(name))
-	if cur, err := store.Get(ctx, req.res.Key(req.namespace, name), storage.GetOptions{}); err == nil && lifecycle.BeingDeleted(cur) {
+	if cur, err := store.Get(ctx, req.res.Key(req.namespace, name), storage.GetOptions{}); err == nil && deletion.BeingDeleted(cur) {
 		e.ErrStatus.Message = "object is being deleted: " + e.ErrStatus.Message
 	}
 	return e

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/watchcache/watchcache/pkg/jsonmap"
+	"github.com/watchcache/watchcache/pkg/jsontree"
 	"github.com/watchcache/watchcache/pkg/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -146,7 +146,7 @@ func setGCFinalizers(res *resource.Resource, meta map[string]any, d Deletion) bo
 	if sameSet(old, kept) {
 		return false
 	}
-	jsonmap.SetList(meta, "finalizers", kept)
+	jsontree.SetList(meta, "finalizers", kept)
 	return true
 }
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/watchcache/watchcache/pkg/jsonmap"
+	"github.com/watchcache/watchcache/pkg/jsontree"
 	"github.com/watchcache/watchcache/pkg/resource"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -119,7 +119,7 @@ func SetReplicas(res *resource.Resource, obj map[string]any, replicas int32) {
 	}
 	m := obj
 	for _, name := range path[:len(path)-1] {
-		m = jsonmap.Child(m, name)
+		m = jsontree.Child(m, name)
 	}
 	m[path[len(path)-1]] = int64(replicas)
 }

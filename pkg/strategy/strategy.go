@@ -12,7 +12,7 @@ import (
 	"encoding/json"
 	"reflect"
 
-	"github.com/watchcache/watchcache/pkg/jsonmap"
+	"github.com/watchcache/watchcache/pkg/jsontree"
 	"github.com/watchcache/watchcache/pkg/resource"
 )
 
@@ -81,7 +81,7 @@ func writeOnly(obj, old map[string]any, path []string) {
 	for k := range obj {
 		delete(obj, k)
 	}
-	for k, v := range jsonmap.DeepCopy(old).(map[string]any) {
+	for k, v := range jsontree.DeepCopy(old).(map[string]any) {
 		obj[k] = v
 	}
 	set(obj, path, value, hasValue)
@@ -173,4 +173,4 @@ func generationOf(obj map[string]any) int64 { return int64Field(metadata(obj), "
 
 // metadata returns obj's metadata, adding an empty one if absent (callers
 // have checked it is an object).
-func metadata(obj map[string]any) map[string]any { return jsonmap.Child(obj, "metadata") }
+func metadata(obj map[string]any) map[string]any { return jsontree.Child(obj, "metadata") }

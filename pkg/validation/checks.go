@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/watchcache/watchcache/pkg/jsonmap"
+	"github.com/watchcache/watchcache/pkg/jsontree"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -329,7 +329,7 @@ func claimSpecUpdate() Check {
 // without is a copy of the JSON object v without the fields at paths
 // (dotted).
 func without(v any, paths []string) map[string]any {
-	m, _ := jsonmap.DeepCopy(v).(map[string]any)
+	m, _ := jsontree.DeepCopy(v).(map[string]any)
 	for _, path := range paths {
 		unstructured.RemoveNestedField(m, strings.Split(path, ".")...)
 	}

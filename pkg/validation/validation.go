@@ -17,7 +17,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/watchcache/watchcache/pkg/jsonmap"
+	"github.com/watchcache/watchcache/pkg/jsontree"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -124,7 +124,7 @@ func walk(p *field.Path, segs []string, cur, old value, visit func(p *field.Path
 func under(prefix string, lists ...[]Check) []Check {
 	out := slices.Concat(lists...)
 	for i := range out {
-		out[i].Path = jsonmap.JoinPath(prefix, out[i].Path)
+		out[i].Path = jsontree.JoinPath(prefix, out[i].Path)
 	}
 	return out
 }

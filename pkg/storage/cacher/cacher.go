@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/watchcache/watchcache/pkg/metrics"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
+	"github.com/watchcache/watchcache/pkg/storage/storagemetrics"
 )
 
 // Defaults of Config.
@@ -70,7 +70,7 @@ type Config struct {
 	// decoded.
 	DisableShardedListAndWatch bool
 
-	Metrics *metrics.Storage
+	Metrics *storagemetrics.Storage
 	Log     *slog.Logger
 }
 
@@ -80,7 +80,7 @@ type Cacher struct {
 	store       storage.Interface
 	resource    string
 	indexed     []string
-	metrics     *metrics.Storage
+	metrics     *storagemetrics.Storage
 	log         *slog.Logger
 	isCompacted func(context.Context, uint64) (bool, error)
 	compactPoll time.Duration
@@ -327,7 +327,7 @@ func (c *Cacher) GetList(ctx context.Context, scope string, opts storage.ListOpt
 		listRV = plan.RV
 	}
 	p := sn.list(scope, plan.StartKey, plan.Limit, &opts)
-	c.metrics.ListServed(c.resource, metrics.StorageCache, p.scanned, len(p.items))
+	c.metrics.ListServed(c.resource, storagemetrics.StorageCache, p.scanned, len(p.items))
 	list := &storage.List{Items: p.items, ResourceVersion: listRV, Shard: opts.Shard}
 	if p.next != "" {
 		list.Continue = storage.EncodeContinue(int64(listRV), p.next)

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/watchcache/watchcache/pkg/metrics"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
 	"github.com/watchcache/watchcache/pkg/storage/etcd3"
+	"github.com/watchcache/watchcache/pkg/storage/storagemetrics"
 	"github.com/watchcache/watchcache/pkg/storage/storagetest"
 )
 
@@ -62,7 +62,7 @@ func TestInconsistencyDetector(t *testing.T) {
 	defer cancel()
 	etcdStore := etcd3.New(etcd3.Config{Client: storagetest.Client(), Prefix: "/detector-test/pods", Schema: storagetest.PodSchema})
 	reg := prometheus.NewRegistry()
-	c := New(Config{Store: &droppingStore{Interface: etcdStore}, Resource: "pods", Metrics: metrics.NewStorage(reg),
+	c := New(Config{Store: &droppingStore{Interface: etcdStore}, Resource: "pods", Metrics: storagemetrics.NewStorage(reg),
 		ConsistentListFromCache: true, ConsistentGetFromCache: true, ConsistencyCheckInterval: 50 * time.Millisecond})
 	defer c.Stop()
 	for !c.Ready() {

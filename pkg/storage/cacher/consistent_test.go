@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/watchcache/watchcache/pkg/metrics"
 	"github.com/watchcache/watchcache/pkg/storage"
 	"github.com/watchcache/watchcache/pkg/storage/etcd3"
+	"github.com/watchcache/watchcache/pkg/storage/storagemetrics"
 	"github.com/watchcache/watchcache/pkg/storage/storagetest"
 )
 
@@ -34,7 +34,7 @@ func TestConsistentReadCannotCatchUp(t *testing.T) {
 	etcdStore := etcd3.New(etcd3.Config{Client: storagetest.Client(), Prefix: "/stalled-test/pods", Schema: storagetest.PodSchema})
 	for _, fallback := range []bool{false, true} {
 		reg := prometheus.NewRegistry()
-		c := New(Config{Store: stalledStore{etcdStore}, Resource: "pods", Metrics: metrics.NewStorage(reg),
+		c := New(Config{Store: stalledStore{etcdStore}, Resource: "pods", Metrics: storagemetrics.NewStorage(reg),
 			ConsistentListFromCache: true, ConsistentGetFromCache: true, ConsistentReadFallback: fallback})
 		for !c.Ready() {
 			time.Sleep(time.Millisecond)

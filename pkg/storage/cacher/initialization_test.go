@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/watchcache/watchcache/pkg/metrics"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
+	"github.com/watchcache/watchcache/pkg/storage/storagemetrics"
 	"github.com/watchcache/watchcache/pkg/storage/storagetest"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -328,7 +328,7 @@ func newHeldCache(t *testing.T, ctx context.Context, wait bool) (*Cacher, *holdi
 	createPods(t, ctx, hs.Interface, "ns", "a", 10)
 	hs.Hold()
 	reg := prometheus.NewRegistry()
-	c := New(Config{Store: hs, Resource: "pods", IndexedFields: []string{"spec.nodeName"}, Metrics: metrics.NewStorage(reg),
+	c := New(Config{Store: hs, Resource: "pods", IndexedFields: []string{"spec.nodeName"}, Metrics: storagemetrics.NewStorage(reg),
 		ConsistentListFromCache: true, ConsistentGetFromCache: true, WaitWhileInitializing: wait})
 	t.Cleanup(c.Stop)
 	t.Cleanup(hs.Release) // before Stop
@@ -523,7 +523,7 @@ func TestReinitializationHeld(t *testing.T) {
 	hs := &holdingStore{Interface: newEtcdStore("reinitialization-test"), failWatch: make(chan struct{})}
 	createPods(t, ctx, hs.Interface, "ns", "a", 10)
 	reg := prometheus.NewRegistry()
-	c := New(Config{Store: hs, Resource: "pods", IndexedFields: []string{"spec.nodeName"}, Metrics: metrics.NewStorage(reg),
+	c := New(Config{Store: hs, Resource: "pods", IndexedFields: []string{"spec.nodeName"}, Metrics: storagemetrics.NewStorage(reg),
 		ConsistentListFromCache: true, ConsistentGetFromCache: true})
 	t.Cleanup(c.Stop)
 	t.Cleanup(hs.Release)

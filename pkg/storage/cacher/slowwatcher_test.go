@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/watchcache/watchcache/pkg/metrics"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
+	"github.com/watchcache/watchcache/pkg/storage/storagemetrics"
 	"k8s.io/apimachinery/pkg/fields"
 )
 
@@ -58,7 +58,7 @@ func newMeteredCacher(t *testing.T, name string, cfg Config) (*Cacher, *promethe
 	if cfg.Store == nil {
 		cfg.Store = newEtcdStore(name)
 	}
-	cfg.Resource, cfg.IndexedFields, cfg.Metrics = "pods", []string{"spec.nodeName"}, metrics.NewStorage(reg)
+	cfg.Resource, cfg.IndexedFields, cfg.Metrics = "pods", []string{"spec.nodeName"}, storagemetrics.NewStorage(reg)
 	c := New(cfg)
 	t.Cleanup(c.Stop)
 	waitReady(t, c, 10*time.Second)

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/watchcache/watchcache/pkg/metrics"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
+	"github.com/watchcache/watchcache/pkg/storage/storagemetrics"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -746,7 +746,7 @@ func TestWatchersMatchEtcdHistory(t *testing.T) {
 
 	reg := prometheus.NewRegistry()
 	c := New(Config{Store: newEtcdStore("watchprop-test"), Resource: "pods", IndexedFields: []string{"spec.nodeName"},
-		BookmarkInterval: 100 * time.Millisecond, Metrics: metrics.NewStorage(reg)})
+		BookmarkInterval: 100 * time.Millisecond, Metrics: storagemetrics.NewStorage(reg)})
 	t.Cleanup(c.Stop)
 	waitReady(t, c, 10*time.Second)
 	r := &propRun{c: c, startRV: dispatchedRV(c)}

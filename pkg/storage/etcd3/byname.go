@@ -3,9 +3,9 @@ package etcd3
 import (
 	"context"
 
-	"github.com/watchcache/watchcache/pkg/metrics"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
+	"github.com/watchcache/watchcache/pkg/storage/storagemetrics"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -44,7 +44,7 @@ func (s *Store) readKey(ctx context.Context, scope, key string, plan storage.Lis
 			out.Items = []*object.Object{obj}
 		}
 	}
-	s.metrics.ListServed(s.resource, metrics.StorageEtcd, len(resp.Kvs), len(out.Items))
+	s.metrics.ListServed(s.resource, storagemetrics.StorageEtcd, len(resp.Kvs), len(out.Items))
 	return out, nil
 }
 

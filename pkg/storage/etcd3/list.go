@@ -4,8 +4,8 @@ import (
 	"context"
 	"strings"
 
-	"github.com/watchcache/watchcache/pkg/metrics"
 	"github.com/watchcache/watchcache/pkg/storage"
+	"github.com/watchcache/watchcache/pkg/storage/storagemetrics"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -72,7 +72,7 @@ func (s *Store) list(ctx context.Context, scope string, plan storage.ListPlan, o
 	pageSize := plan.Limit
 	out := &storage.List{}
 	fetched := 0
-	defer func() { s.metrics.ListServed(s.resource, metrics.StorageEtcd, fetched, len(out.Items)) }()
+	defer func() { s.metrics.ListServed(s.resource, storagemetrics.StorageEtcd, fetched, len(out.Items)) }()
 	for reads := 0; ; reads++ {
 		ops := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(pageSize)}
 		if rev > 0 {

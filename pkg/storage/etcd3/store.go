@@ -14,9 +14,9 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/watchcache/watchcache/pkg/metrics"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
+	"github.com/watchcache/watchcache/pkg/storage/storagemetrics"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/metadata"
@@ -32,7 +32,7 @@ type Config struct {
 	// Resource names the resource in metrics (e.g. "pods").
 	Resource string
 	// Metrics, if not nil, records lists served.
-	Metrics *metrics.Storage
+	Metrics *storagemetrics.Storage
 	// Transformer, if not nil, encrypts values on their way to etcd and
 	// decrypts them on their way back (encryption at rest); everything
 	// above this store sees plaintext.
@@ -67,7 +67,7 @@ type Store struct {
 	schema *object.Schema
 	// resource and metrics record lists served.
 	resource    string
-	metrics     *metrics.Storage
+	metrics     *storagemetrics.Storage
 	transformer Transformer
 	// listChunkKeys and noRangeStream are Config's.
 	listChunkKeys int64

@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/watchcache/watchcache/pkg/metrics"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
+	"github.com/watchcache/watchcache/pkg/storage/storagemetrics"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -106,7 +106,7 @@ func (s *Store) stream(ctx context.Context, scope string, plan storage.ListPlan,
 
 // record counts what was read since the last call in the metrics.
 func (c *chunkReader) record() {
-	c.store.metrics.ListServed(c.store.resource, metrics.StorageEtcd, c.fetched, c.returned)
+	c.store.metrics.ListServed(c.store.resource, storagemetrics.StorageEtcd, c.fetched, c.returned)
 	c.fetched, c.returned = 0, 0
 }
 

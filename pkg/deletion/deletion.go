@@ -3,7 +3,7 @@
 // finalizers or a grace period hold them (strategy.BeginDelete decides),
 // and removed when an update takes their last finalizer away. The server's
 // delete requests and the controllers inside the server share it.
-package lifecycle
+package deletion
 
 import (
 	"bytes"

@@ -2,7 +2,7 @@
 // §8), named as kube-apiserver's where the meaning is the same. A nil
 // *Storage is valid and records nothing, so stores need no metrics in
 // tests.
-package metrics
+package storagemetrics
 
 import (
 	"strconv"

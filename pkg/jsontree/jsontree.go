@@ -1,7 +1,7 @@
 // Package jsonmap holds the small operations on decoded JSON objects
 // (map[string]any, []any and plain values) that the strategies, the
 // defaults and the controllers share.
-package jsonmap
+package jsontree
 
 // Child returns m[key] as an object, adding an empty one if it is absent
 // (or not an object).

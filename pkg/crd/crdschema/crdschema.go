@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/watchcache/watchcache/pkg/jsonmap"
+	"github.com/watchcache/watchcache/pkg/jsontree"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -117,7 +117,7 @@ func applyDefaults(x any, s *structuralschema.Structural) {
 	case map[string]any:
 		for name, prop := range s.Properties {
 			if _, ok := x[name]; !ok && prop.Default.Object != nil {
-				x[name] = toInt64s(jsonmap.DeepCopy(prop.Default.Object))
+				x[name] = toInt64s(jsontree.DeepCopy(prop.Default.Object))
 			}
 		}
 		for name, v := range x {
