@@ -1,8 +1,11 @@
-// Package lifecycle deletes objects in storage as kube-apiserver's generic
-// registry does: removed at once, or marked with deletionTimestamp while
-// finalizers or a grace period hold them (strategy.BeginDelete decides),
-// and removed when an update takes their last finalizer away. The server's
-// delete requests and the controllers inside the server share it.
+// Package deletion deletes objects in storage as kube-apiserver's generic
+// registry does (k8s.io/apiserver/pkg/registry/generic/registry's Store:
+// Delete, DeleteCollection and the removal of an object whose update took
+// its last finalizer away): removed at once, or marked with
+// deletionTimestamp while finalizers or a grace period hold them
+// (strategy.BeginDelete decides, as rest.BeforeDelete), and removed when an
+// update takes their last finalizer away. The server's delete requests and
+// the controllers inside the server share it.
 package deletion
 
 import (

@@ -1,6 +1,10 @@
-// Package jsonmap holds the small operations on decoded JSON objects
-// (map[string]any, []any and plain values) that the strategies, the
-// defaults and the controllers share.
+// Package jsontree holds the small operations on decoded JSON trees
+// (map[string]any, []any and plain values: objects as decoded from
+// storage) that the strategies, defaults, validation, admission and the
+// controllers share: child objects made on demand, metadata lists dropped
+// when empty, deep copies and dotted field paths, as kube-apiserver does
+// with k8s.io/apimachinery's unstructured helpers (unstructured.NestedMap,
+// SetNestedSlice, runtime.DeepCopyJSONValue).
 package jsontree
 
 // Child returns m[key] as an object, adding an empty one if it is absent

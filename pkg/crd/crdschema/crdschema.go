@@ -1,5 +1,7 @@
 // Package crdschema applies a custom resource version's structural schema
-// to its objects as kube-apiserver does: unknown fields pruned (and
+// to its objects as apiextensions-apiserver's custom resource handler does
+// (k8s.io/apiextensions-apiserver/pkg/apiserver/schema: pruning,
+// defaulting, validation and CEL rules): unknown fields pruned (and
 // reported, for fieldValidation), defaults set, and the object validated,
 // with kube-apiserver's field errors. Built on the structural schema and
 // pruning packages of k8s.io/apiextensions-apiserver and kube-openapi's

@@ -1,5 +1,10 @@
-// Package metrics holds the storage layer's Prometheus metrics (DESIGN.md
-// §8), named as kube-apiserver's where the meaning is the same. A nil
+// Package storagemetrics holds the storage layer's Prometheus metrics:
+// those of the etcd3 stores (objects fetched and returned by lists) and of
+// the watch caches (initializations, events received and dispatched,
+// watchers, consistent reads, snapshots), as kube-apiserver's
+// k8s.io/apiserver/pkg/storage/etcd3/metrics and
+// k8s.io/apiserver/pkg/storage/cacher/metrics, named as kube-apiserver's
+// where the meaning is the same (docs/design.md lists them). A nil
 // *Storage is valid and records nothing, so stores need no metrics in
 // tests.
 package storagemetrics
