@@ -16,15 +16,19 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/informer"
+	"github.com/watchcache/watchcache/pkg/jsontree"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
 	"k8s.io/client-go/util/workqueue"
+	kjson "sigs.k8s.io/json"
 )
 
 // Manager is the controllers of kube-controller-manager's role, those that
@@ -51,11 +55,11 @@ func (m Manager) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// queue is a rate-limited work queue of keys.
-type queue[T comparable] = workqueue.TypedRateLimitingInterface[T]
+// Queue is a rate-limited work queue of keys.
+type Queue[T comparable] = workqueue.TypedRateLimitingInterface[T]
 
-// newQueue makes a queue that shuts down when ctx ends.
-func newQueue[T comparable](ctx context.Context, name string) queue[T] {
+// NewQueue makes a queue that shuts down when ctx ends.
+func NewQueue[T comparable](ctx context.Context, name string) Queue[T] {
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[T](informer.MinBackoff, informer.MaxBackoff),
 		workqueue.TypedRateLimitingQueueConfig[T]{Name: name})
@@ -63,14 +67,14 @@ func newQueue[T comparable](ctx context.Context, name string) queue[T] {
 	return q
 }
 
-// result is what a sync asks of the queue besides success: to be looked at
+// Result is what a sync asks of the queue besides success: to be looked at
 // again after a while (work that waits on others, such as finalizers).
-type result struct{ requeueAfter time.Duration }
+type Result struct{ RequeueAfter time.Duration }
 
-// work runs sync on q's keys until q shuts down: a failed key is retried
+// Work runs sync on q's keys until q shuts down: a failed key is retried
 // with backoff, a key may ask to be requeued, each key is synced by one
 // worker at a time.
-func work[T comparable](ctx context.Context, q queue[T], sync func(context.Context, T) (result, error), log *slog.Logger) {
+func Work[T comparable](ctx context.Context, q Queue[T], sync func(context.Context, T) (Result, error), log *slog.Logger) {
 	for {
 		key, shutdown := q.Get()
 		if shutdown {
@@ -81,14 +85,36 @@ func work[T comparable](ctx context.Context, q queue[T], sync func(context.Conte
 		case err != nil && ctx.Err() == nil:
 			log.Warn("controller: retrying", "key", key, "err", err)
 			q.AddRateLimited(key)
-		case res.requeueAfter > 0:
+		case res.RequeueAfter > 0:
 			q.Forget(key)
-			q.AddAfter(key, res.requeueAfter)
+			q.AddAfter(key, res.RequeueAfter)
 		default:
 			q.Forget(key)
 		}
 		q.Done(key)
 	}
+}
+
+// Decode decodes a stored object into a JSON tree, integers as int64.
+func Decode(o *object.Object) (map[string]any, error) {
+	var obj map[string]any
+	err := kjson.UnmarshalCaseSensitivePreserveInts(o.JSON(), &obj)
+	return obj, err
+}
+
+// ErrUnchanged ends an update that would write nothing new.
+var ErrUnchanged = fmt.Errorf("unchanged")
+
+// RemoveFromList removes the entries of list meta[field] that drop
+// selects and reports whether it removed any.
+func RemoveFromList(meta map[string]any, field string, drop func(any) bool) bool {
+	list, _ := meta[field].([]any)
+	kept := slices.DeleteFunc(slices.Clone(list), drop)
+	if len(kept) == len(list) {
+		return false
+	}
+	jsontree.SetList(meta, field, kept)
+	return true
 }
 
 // storeOf is res's store in reg, or, for a resource no longer served (a

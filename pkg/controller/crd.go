@@ -53,7 +53,7 @@ type CRDs struct {
 	Log       *slog.Logger
 
 	crds *resource.Resource
-	q    queue[string]
+	q    Queue[string]
 
 	mu     sync.Mutex
 	served map[string]*servedCRD // by definition name
@@ -127,7 +127,7 @@ func (c *CRDs) Start(ctx context.Context) {
 	c.crds = c.Registry.Lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 	c.served = map[string]*servedCRD{}
 	c.claims = map[string]crdClaim{}
-	c.q = newQueue[string](ctx, "crd")
+	c.q = NewQueue[string](ctx, "crd")
 	store := c.Registry.Store(c.crds)
 	if list, err := store.GetList(ctx, "", storage.ListOptions{}); err == nil {
 		c.replaceClaims(list.Items)
@@ -156,23 +156,23 @@ func (c *CRDs) Start(ctx context.Context) {
 			}
 		},
 	}, "customresourcedefinitions", c.Log)
-	go work(ctx, c.q, c.sync, c.Log)
+	go Work(ctx, c.q, c.sync, c.Log)
 }
 
 // sync serves definition name as it is now.
-func (c *CRDs) sync(ctx context.Context, name string) (result, error) {
+func (c *CRDs) sync(ctx context.Context, name string) (Result, error) {
 	// The cache holds at least the state whose event queued name.
 	obj, err := c.Registry.Store(c.crds).Get(ctx, name, storage.GetOptions{ResourceVersion: "0"})
 	if storage.CodeOf(err) == storage.ErrNotFound {
 		c.unserve(name)
-		return result{}, nil
+		return Result{}, nil
 	}
 	if err != nil {
-		return result{}, err
+		return Result{}, err
 	}
 	var def apiextensionsv1.CustomResourceDefinition
 	if err := json.Unmarshal(obj.JSON(), &def); err != nil {
-		return result{}, err
+		return Result{}, err
 	}
 	if def.DeletionTimestamp != nil {
 		return c.terminate(ctx, obj, &def)
@@ -189,7 +189,7 @@ func (c *CRDs) sync(ctx context.Context, name string) (result, error) {
 		est = apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Established,
 			Status: apiextensionsv1.ConditionFalse, Reason: "Invalid", Message: err.Error()}
 	}
-	return result{}, c.setStatus(ctx, obj, func(status map[string]any) {
+	return Result{}, c.setStatus(ctx, obj, func(status map[string]any) {
 		accepted, _ := json.Marshal(names)
 		var m map[string]any
 		json.Unmarshal(accepted, &m)
@@ -376,9 +376,9 @@ const crdCleanupWait = time.Second
 
 // terminate deletes a deleted definition's objects, then removes its
 // cleanup finalizer (it goes with its last finalizer).
-func (c *CRDs) terminate(ctx context.Context, obj *object.Object, def *apiextensionsv1.CustomResourceDefinition) (result, error) {
+func (c *CRDs) terminate(ctx context.Context, obj *object.Object, def *apiextensionsv1.CustomResourceDefinition) (Result, error) {
 	if !slices.Contains(def.Finalizers, FinalizerCRDCleanup) {
-		return result{}, nil
+		return Result{}, nil
 	}
 	c.mu.Lock()
 	_, served := c.served[def.Name]
@@ -389,14 +389,14 @@ func (c *CRDs) terminate(ctx context.Context, obj *object.Object, def *apiextens
 		// definition was deleted, while another server served it): it is
 		// served to delete them. One never established has none.
 		if err := c.serve(def); err != nil {
-			return result{}, err
+			return Result{}, err
 		}
 	}
 	if err := c.setStatus(ctx, obj, func(status map[string]any) {
 		setCondition(status, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Terminating,
 			Status: apiextensionsv1.ConditionTrue, Reason: "InstanceDeletionInProgress", Message: "CustomResource deletion is in progress"})
 	}); err != nil {
-		return result{}, err
+		return Result{}, err
 	}
 	c.mu.Lock()
 	s := c.served[def.Name]
@@ -406,32 +406,32 @@ func (c *CRDs) terminate(ctx context.Context, obj *object.Object, def *apiextens
 		left, err := deletion.DeleteAll(ctx, s.resources[0], s.store, "", storage.ListOptions{},
 			strategy.Deletion{GracePeriodSeconds: &zero, Now: time.Now()})
 		if err != nil {
-			return result{}, err
+			return Result{}, err
 		}
 		if len(left.Items) > 0 {
-			return result{requeueAfter: crdCleanupWait}, nil
+			return Result{RequeueAfter: crdCleanupWait}, nil
 		}
 	}
 	uid := obj.UID()
 	store := c.Registry.Store(c.crds)
 	updated, err := store.GuaranteedUpdate(ctx, obj.Key(), &storage.Preconditions{UID: &uid}, func(cur *object.Object) ([]byte, error) {
-		o, err := decode(cur)
+		o, err := Decode(cur)
 		if err != nil {
 			return nil, err
 		}
 		meta := jsontree.Child(o, "metadata")
-		removeFromList(meta, "finalizers", func(f any) bool { return f == FinalizerCRDCleanup })
+		RemoveFromList(meta, "finalizers", func(f any) bool { return f == FinalizerCRDCleanup })
 		delete(meta, "resourceVersion")
 		return json.Marshal(o)
 	}, obj)
 	if storage.CodeOf(err) == storage.ErrNotFound {
-		return result{}, nil // another server removed it, and it went
+		return Result{}, nil // another server removed it, and it went
 	}
 	if err != nil {
-		return result{}, err
+		return Result{}, err
 	}
 	_, err = deletion.FinishUpdate(ctx, c.crds, store, updated)
-	return result{}, err
+	return Result{}, err
 }
 
 // established says whether def's stored status is Established.
@@ -451,19 +451,19 @@ func established(def *apiextensionsv1.CustomResourceDefinition) bool {
 func (c *CRDs) setStatus(ctx context.Context, obj *object.Object, change func(status map[string]any)) error {
 	uid := obj.UID()
 	updated, err := c.Registry.Store(c.crds).GuaranteedUpdate(ctx, obj.Key(), &storage.Preconditions{UID: &uid}, func(cur *object.Object) ([]byte, error) {
-		o, err := decode(cur)
+		o, err := Decode(cur)
 		if err != nil {
 			return nil, err
 		}
 		before, _ := json.Marshal(o["status"])
 		change(jsontree.Child(o, "status"))
 		if after, _ := json.Marshal(o["status"]); string(after) == string(before) {
-			return nil, errUnchanged
+			return nil, ErrUnchanged
 		}
 		delete(jsontree.Child(o, "metadata"), "resourceVersion")
 		return json.Marshal(o)
 	}, obj)
-	if errors.Is(err, errUnchanged) || storage.CodeOf(err) == storage.ErrNotFound {
+	if errors.Is(err, ErrUnchanged) || storage.CodeOf(err) == storage.ErrNotFound {
 		return nil
 	}
 	if err == nil {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/watchcache/watchcache/pkg/deletion"
 	"github.com/watchcache/watchcache/pkg/informer"
-	"github.com/watchcache/watchcache/pkg/jsontree"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
@@ -52,7 +51,7 @@ type GarbageCollector struct {
 	Registry *resource.Registry
 	Log      *slog.Logger
 
-	q queue[objectRef]
+	q Queue[objectRef]
 
 	mu sync.Mutex
 	// dependents are the objects that name an owner, by its uid.
@@ -74,7 +73,7 @@ func (gc *GarbageCollector) Run(ctx context.Context) {
 	gc.dependents = map[string]map[objectRef]bool{}
 	gc.owners = map[objectRef][]metav1.OwnerReference{}
 	gc.watching = map[*resource.Resource]context.CancelFunc{}
-	gc.q = newQueue[objectRef](ctx, "garbage-collector")
+	gc.q = NewQueue[objectRef](ctx, "garbage-collector")
 	// The subscription outlives this run (the registry has no way to
 	// cancel one): once ctx ends it does nothing.
 	gc.Registry.OnChange(func(added, removed []*resource.Resource) {
@@ -93,7 +92,7 @@ func (gc *GarbageCollector) Run(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	for range gcWorkers {
-		wg.Go(func() { work(ctx, gc.q, gc.sync, gc.Log) })
+		wg.Go(func() { Work(ctx, gc.q, gc.sync, gc.Log) })
 	}
 	wg.Wait()
 }
@@ -270,25 +269,25 @@ func (gc *GarbageCollector) resolve(ns string, o metav1.OwnerReference) (objectR
 }
 
 // sync does what the garbage collector must for one object.
-func (gc *GarbageCollector) sync(ctx context.Context, ref objectRef) (result, error) {
+func (gc *GarbageCollector) sync(ctx context.Context, ref objectRef) (Result, error) {
 	obj, err := gc.store(ref.res).Get(ctx, ref.key, storage.GetOptions{ResourceVersion: "0"})
 	if storage.CodeOf(err) == storage.ErrNotFound {
-		return result{}, nil
+		return Result{}, nil
 	}
 	if err != nil {
-		return result{}, err
+		return Result{}, err
 	}
 	m, _ := readGCMeta(obj)
 	switch m.gcFinalizer() {
 	case strategy.FinalizerOrphan:
-		return result{}, gc.orphanDependents(ctx, ref, obj)
+		return Result{}, gc.orphanDependents(ctx, ref, obj)
 	case strategy.FinalizerForeground:
 		return gc.deleteDependentsFirst(ctx, ref, obj)
 	}
 	if len(m.OwnerReferences) == 0 || m.DeletionTimestamp != nil {
-		return result{}, nil
+		return Result{}, nil
 	}
-	return result{}, gc.checkOwners(ctx, ref, obj, m)
+	return Result{}, gc.checkOwners(ctx, ref, obj, m)
 }
 
 // ownerState is what became of an object's owner.
@@ -403,7 +402,7 @@ func (gc *GarbageCollector) delete(ctx context.Context, ref objectRef, uid strin
 // from an object.
 func (gc *GarbageCollector) removeOwnerReferences(ctx context.Context, ref objectRef, uid string, uids map[string]bool) error {
 	return gc.update(ctx, ref, uid, func(meta map[string]any) bool {
-		return removeFromList(meta, "ownerReferences", func(r any) bool {
+		return RemoveFromList(meta, "ownerReferences", func(r any) bool {
 			m, _ := r.(map[string]any)
 			uid, _ := m["uid"].(string)
 			return uids[uid]
@@ -415,20 +414,8 @@ func (gc *GarbageCollector) removeOwnerReferences(ctx context.Context, ref objec
 // deleted, which goes if that was its last.
 func (gc *GarbageCollector) removeFinalizer(ctx context.Context, ref objectRef, uid, finalizer string) error {
 	return gc.update(ctx, ref, uid, func(meta map[string]any) bool {
-		return removeFromList(meta, "finalizers", func(f any) bool { return f == finalizer })
+		return RemoveFromList(meta, "finalizers", func(f any) bool { return f == finalizer })
 	})
-}
-
-// removeFromList removes the entries of list meta[field] that drop
-// selects and reports whether it removed any.
-func removeFromList(meta map[string]any, field string, drop func(any) bool) bool {
-	list, _ := meta[field].([]any)
-	kept := slices.DeleteFunc(slices.Clone(list), drop)
-	if len(kept) == len(list) {
-		return false
-	}
-	jsontree.SetList(meta, field, kept)
-	return true
 }
 
 // update changes an object's metadata with change (which reports whether
@@ -437,19 +424,19 @@ func removeFromList(meta map[string]any, field string, drop func(any) bool) bool
 func (gc *GarbageCollector) update(ctx context.Context, ref objectRef, uid string, change func(meta map[string]any) bool) error {
 	store := gc.store(ref.res)
 	updated, err := store.GuaranteedUpdate(ctx, ref.key, &storage.Preconditions{UID: &uid}, func(cur *object.Object) ([]byte, error) {
-		obj, err := decode(cur)
+		obj, err := Decode(cur)
 		if err != nil {
 			return nil, err
 		}
 		meta, _ := obj["metadata"].(map[string]any)
 		if meta == nil || !change(meta) {
-			return nil, errUnchanged
+			return nil, ErrUnchanged
 		}
 		delete(meta, "resourceVersion")
 		return json.Marshal(obj)
 	}, nil)
 	switch {
-	case err == errUnchanged, storage.CodeOf(err) == storage.ErrNotFound, storage.CodeOf(err) == storage.ErrConflict:
+	case err == ErrUnchanged, storage.CodeOf(err) == storage.ErrNotFound, storage.CodeOf(err) == storage.ErrConflict:
 		return nil
 	case err != nil:
 		return err
@@ -480,7 +467,7 @@ func (gc *GarbageCollector) orphanDependents(ctx context.Context, ref objectRef,
 // deleteDependentsFirst deletes the dependents of an object deleted with
 // the foregroundDeletion finalizer and removes that finalizer once no
 // dependent that blocks its deletion is left.
-func (gc *GarbageCollector) deleteDependentsFirst(ctx context.Context, ref objectRef, obj *object.Object) (result, error) {
+func (gc *GarbageCollector) deleteDependentsFirst(ctx context.Context, ref objectRef, obj *object.Object) (Result, error) {
 	uid := obj.UID()
 	blocked := false
 	for dep, blocking := range gc.dependentsOf(uid) {
@@ -489,7 +476,7 @@ func (gc *GarbageCollector) deleteDependentsFirst(ctx context.Context, ref objec
 			continue
 		}
 		if err != nil {
-			return result{}, err
+			return Result{}, err
 		}
 		blocked = blocked || blocking
 		if m, _ := readGCMeta(depObj); m.DeletionTimestamp == nil {
@@ -497,7 +484,7 @@ func (gc *GarbageCollector) deleteDependentsFirst(ctx context.Context, ref objec
 		}
 	}
 	if blocked {
-		return result{requeueAfter: blockedWait}, nil
+		return Result{RequeueAfter: blockedWait}, nil
 	}
-	return result{}, gc.removeFinalizer(ctx, ref, uid, strategy.FinalizerForeground)
+	return Result{}, gc.removeFinalizer(ctx, ref, uid, strategy.FinalizerForeground)
 }

@@ -22,7 +22,6 @@ import (
 	"github.com/watchcache/watchcache/pkg/strategy"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	kjson "sigs.k8s.io/json"
 )
 
 // What every active namespace holds, as kube-controller-manager's
@@ -65,7 +64,7 @@ type Namespaces struct {
 	namespaces, serviceAccounts, configMaps *resource.Resource
 
 	// terminating queues the namespaces being deleted.
-	terminating queue[string]
+	terminating Queue[string]
 
 	mu    sync.Mutex
 	known map[string]bool // namespaces seen by the informer
@@ -77,7 +76,7 @@ func (c *Namespaces) Run(ctx context.Context) {
 	c.serviceAccounts = c.Registry.Lookup("", "v1", "serviceaccounts")
 	c.configMaps = c.Registry.Lookup("", "v1", "configmaps")
 	c.known = map[string]bool{}
-	q := newQueue[string](ctx, "namespace")
+	q := NewQueue[string](ctx, "namespace")
 	go informer.Run(ctx, c.store(c.namespaces), informer.Handler{
 		Replace: func(items []*object.Object, _ uint64) {
 			c.mu.Lock()
@@ -104,19 +103,19 @@ func (c *Namespaces) Run(ctx context.Context) {
 	}, "namespaces", c.Log)
 	c.watchOwned(ctx, q, c.serviceAccounts, defaultServiceAccount)
 	c.watchOwned(ctx, q, c.configMaps, rootCAConfigMap)
-	c.terminating = newQueue[string](ctx, "namespace-deletion")
+	c.terminating = NewQueue[string](ctx, "namespace-deletion")
 	var wg sync.WaitGroup
 	for range deletionWorkers {
-		wg.Go(func() { work(ctx, c.terminating, c.syncDeletion, c.Log) })
+		wg.Go(func() { Work(ctx, c.terminating, c.syncDeletion, c.Log) })
 	}
-	work(ctx, q, c.sync, c.Log)
+	Work(ctx, q, c.sync, c.Log)
 	wg.Wait()
 }
 
 // watchOwned queues a namespace when its object of resource res named name
 // changes or goes, and every namespace when res's informer re-lists (it
 // may have missed a deletion).
-func (c *Namespaces) watchOwned(ctx context.Context, q queue[string], res *resource.Resource, name string) {
+func (c *Namespaces) watchOwned(ctx context.Context, q Queue[string], res *resource.Resource, name string) {
 	go informer.Run(ctx, c.store(res), informer.Handler{
 		Replace: func([]*object.Object, uint64) {
 			c.mu.Lock()
@@ -138,32 +137,32 @@ func (c *Namespaces) store(res *resource.Resource) storage.Interface { return st
 
 // sync brings active namespace name to what it should be, and hands a
 // namespace being deleted to the deletion workers.
-func (c *Namespaces) sync(ctx context.Context, name string) (result, error) {
+func (c *Namespaces) sync(ctx context.Context, name string) (Result, error) {
 	ns, err := c.store(c.namespaces).Get(ctx, name, storage.GetOptions{ResourceVersion: "0"})
 	if storage.CodeOf(err) == storage.ErrNotFound {
-		return result{}, nil
+		return Result{}, nil
 	}
 	if err != nil {
-		return result{}, err
+		return Result{}, err
 	}
 	if deletion.BeingDeleted(ns) {
 		c.terminating.Add(name)
-		return result{}, nil
+		return Result{}, nil
 	}
 	if err := c.ensureServiceAccount(ctx, name); err != nil {
-		return result{}, err
+		return Result{}, err
 	}
-	return result{}, c.ensureRootCA(ctx, name)
+	return Result{}, c.ensureRootCA(ctx, name)
 }
 
 // syncDeletion empties namespace name if it is being deleted.
-func (c *Namespaces) syncDeletion(ctx context.Context, name string) (result, error) {
+func (c *Namespaces) syncDeletion(ctx context.Context, name string) (Result, error) {
 	ns, err := c.store(c.namespaces).Get(ctx, name, storage.GetOptions{ResourceVersion: "0"})
 	if storage.CodeOf(err) == storage.ErrNotFound {
-		return result{}, nil
+		return Result{}, nil
 	}
 	if err != nil || !deletion.BeingDeleted(ns) {
-		return result{}, err
+		return Result{}, err
 	}
 	return c.terminate(ctx, ns)
 }
@@ -195,7 +194,7 @@ func (c *Namespaces) ensureRootCA(ctx context.Context, ns string) error {
 	}
 	uid := cur.UID()
 	_, err = store.GuaranteedUpdate(ctx, key, &storage.Preconditions{UID: &uid}, func(cur *object.Object) ([]byte, error) {
-		obj, err := decode(cur)
+		obj, err := Decode(cur)
 		if err != nil {
 			return nil, err
 		}
@@ -218,30 +217,30 @@ func (c *Namespaces) holdsRootCA(cm *object.Object) bool {
 // terminate deletes a terminating namespace's content and, once nothing is
 // left, removes the kubernetes finalizer (the namespace goes with its last
 // finalizer).
-func (c *Namespaces) terminate(ctx context.Context, ns *object.Object) (result, error) {
-	obj, err := decode(ns)
+func (c *Namespaces) terminate(ctx context.Context, ns *object.Object) (Result, error) {
+	obj, err := Decode(ns)
 	if err != nil {
-		return result{}, err
+		return Result{}, err
 	}
 	if !slices.Contains(specFinalizers(obj), strategy.FinalizerKubernetes) {
-		return result{}, nil // another finalizer holds it: not this controller's
+		return Result{}, nil // another finalizer holds it: not this controller's
 	}
 	left, err := c.deleteContent(ctx, ns.Name())
 	if err != nil {
-		return result{}, err
+		return Result{}, err
 	}
 	if err := c.setConditions(ctx, ns, left); err != nil {
-		return result{}, err
+		return Result{}, err
 	}
 	switch {
 	case len(left.resources) > 0:
-		return result{requeueAfter: contentWait}, nil
+		return Result{RequeueAfter: contentWait}, nil
 	case left.deleted:
 		// Look once more: an object may have been created while the
 		// namespace turned Terminating, after this pass listed.
-		return result{requeueAfter: time.Millisecond}, nil
+		return Result{RequeueAfter: time.Millisecond}, nil
 	}
-	return result{}, c.removeFinalizer(ctx, ns)
+	return Result{}, c.removeFinalizer(ctx, ns)
 }
 
 // contentLeft is what a pass over a terminating namespace found.
@@ -288,11 +287,11 @@ func (c *Namespaces) removeFinalizer(ctx context.Context, ns *object.Object) err
 	store := c.store(c.namespaces)
 	uid := ns.UID()
 	updated, err := store.GuaranteedUpdate(ctx, ns.Key(), &storage.Preconditions{UID: &uid}, func(cur *object.Object) ([]byte, error) {
-		obj, err := decode(cur)
+		obj, err := Decode(cur)
 		if err != nil {
 			return nil, err
 		}
-		removeFromList(jsontree.Child(obj, "spec"), "finalizers", func(f any) bool { return f == strategy.FinalizerKubernetes })
+		RemoveFromList(jsontree.Child(obj, "spec"), "finalizers", func(f any) bool { return f == strategy.FinalizerKubernetes })
 		return json.Marshal(obj)
 	}, ns)
 	if storage.CodeOf(err) == storage.ErrNotFound {
@@ -337,26 +336,23 @@ func (c *Namespaces) setConditions(ctx context.Context, ns *object.Object, left 
 	}
 	uid := ns.UID()
 	_, err := c.store(c.namespaces).GuaranteedUpdate(ctx, ns.Key(), &storage.Preconditions{UID: &uid}, func(cur *object.Object) ([]byte, error) {
-		obj, err := decode(cur)
+		obj, err := Decode(cur)
 		if err != nil {
 			return nil, err
 		}
 		status := jsontree.Child(obj, "status")
 		old, _ := status["conditions"].([]any)
 		if sameConditions(old, conditions) {
-			return nil, errUnchanged
+			return nil, ErrUnchanged
 		}
 		status["conditions"] = conditions
 		return json.Marshal(obj)
 	}, ns)
-	if err == errUnchanged || storage.CodeOf(err) == storage.ErrNotFound {
+	if err == ErrUnchanged || storage.CodeOf(err) == storage.ErrNotFound {
 		return nil
 	}
 	return err
 }
-
-// errUnchanged ends an update that would write nothing new.
-var errUnchanged = fmt.Errorf("unchanged")
 
 // sameConditions compares conditions apart from lastTransitionTime.
 func sameConditions(a, b []any) bool {
@@ -405,12 +401,6 @@ func create(ctx context.Context, store storage.Interface, key string, data []byt
 		return nil
 	}
 	return err
-}
-
-func decode(o *object.Object) (map[string]any, error) {
-	var obj map[string]any
-	err := kjson.UnmarshalCaseSensitivePreserveInts(o.JSON(), &obj)
-	return obj, err
 }
 
 // specFinalizers reads a namespace's spec.finalizers.
