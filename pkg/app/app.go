@@ -27,6 +27,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/audit"
 	"github.com/watchcache/watchcache/pkg/controller"
 	"github.com/watchcache/watchcache/pkg/conversion"
+	"github.com/watchcache/watchcache/pkg/crd/crdcontroller"
 	"github.com/watchcache/watchcache/pkg/encryption"
 	"github.com/watchcache/watchcache/pkg/etcdembed"
 	"github.com/watchcache/watchcache/pkg/health"
@@ -328,7 +329,7 @@ func Start(cfg Config) (_ *App, err error) {
 	if err := a.startControllerManager(ctx, cfg, registry, rootCA, promRegistry); err != nil {
 		return nil, err
 	}
-	crds := &controller.CRDs{Registry: registry, Log: cfg.Log, StopStore: a.stopStore,
+	crds := &crdcontroller.CRDs{Registry: registry, Log: cfg.Log, StopStore: a.stopStore,
 		NewStore: func(res *resource.Resource) storage.Interface { return a.newStore(cfg, res, storageMetrics, enc) }}
 	crds.Start(ctx)
 	srv := server.New(server.Config{

@@ -2,16 +2,15 @@
 // kube-controller-manager that the API's own lifecycle depends on (the
 // namespace controller and its companions, the garbage collector), fed by
 // the watch cache through package informer and writing to the stores
-// directly, as the system itself; and apiextensions-apiserver's work on
-// CustomResourceDefinitions.
+// directly, as the system itself. It also holds the plumbing its
+// controllers share with package crdcontroller (apiextensions-apiserver's
+// work on CustomResourceDefinitions): a work queue and its workers, and
+// updates of objects decoded as JSON trees.
 //
 // Several servers may share one etcd. Manager's controllers (those of
 // kube-controller-manager's role) must then run on one server at a time:
-// the server runs them under package leaderelect. CRDs runs on every
-// server, as apiextensions' controllers run in every kube-apiserver: each
-// server must serve every definition, and its status writes are
-// conflict-checked read-modify-writes that every server computes alike
-// from the stored state, so that two servers writing at once agree.
+// the server runs them under package leaderelect (package crdcontroller's
+// run on every server).
 package controller
 
 import (

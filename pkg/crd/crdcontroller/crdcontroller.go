@@ -1,4 +1,18 @@
-package controller
+// Package crdcontroller is apiextensions-apiserver's work on
+// CustomResourceDefinitions, run inside the server (kube-apiserver runs it
+// in its apiextensions-apiserver: the naming, establishing and
+// finalizing controllers and the custom resource handler's serving of
+// each definition): a definition whose names are free is served and
+// marked NamesAccepted and Established; a deleted one has its objects
+// deleted, then goes.
+//
+// CRDs runs on every server sharing an etcd, as apiextensions' controllers
+// run in every kube-apiserver, unlike package controller's Manager (run on
+// one server at a time): each server must serve every definition, and its
+// status writes are conflict-checked read-modify-writes that every server
+// computes alike from the stored state, so that two servers writing at
+// once agree.
+package crdcontroller
 
 import (
 	"context"
@@ -10,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/watchcache/watchcache/pkg/controller"
 	"github.com/watchcache/watchcache/pkg/conversion"
 	"github.com/watchcache/watchcache/pkg/crd"
 	"github.com/watchcache/watchcache/pkg/deletion"
@@ -53,7 +68,7 @@ type CRDs struct {
 	Log       *slog.Logger
 
 	crds *resource.Resource
-	q    Queue[string]
+	q    controller.Queue[string]
 
 	mu     sync.Mutex
 	served map[string]*servedCRD // by definition name
@@ -127,7 +142,7 @@ func (c *CRDs) Start(ctx context.Context) {
 	c.crds = c.Registry.Lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 	c.served = map[string]*servedCRD{}
 	c.claims = map[string]crdClaim{}
-	c.q = NewQueue[string](ctx, "crd")
+	c.q = controller.NewQueue[string](ctx, "crd")
 	store := c.Registry.Store(c.crds)
 	if list, err := store.GetList(ctx, "", storage.ListOptions{}); err == nil {
 		c.replaceClaims(list.Items)
@@ -156,23 +171,23 @@ func (c *CRDs) Start(ctx context.Context) {
 			}
 		},
 	}, "customresourcedefinitions", c.Log)
-	go Work(ctx, c.q, c.sync, c.Log)
+	go controller.Work(ctx, c.q, c.sync, c.Log)
 }
 
 // sync serves definition name as it is now.
-func (c *CRDs) sync(ctx context.Context, name string) (Result, error) {
+func (c *CRDs) sync(ctx context.Context, name string) (controller.Result, error) {
 	// The cache holds at least the state whose event queued name.
 	obj, err := c.Registry.Store(c.crds).Get(ctx, name, storage.GetOptions{ResourceVersion: "0"})
 	if storage.CodeOf(err) == storage.ErrNotFound {
 		c.unserve(name)
-		return Result{}, nil
+		return controller.Result{}, nil
 	}
 	if err != nil {
-		return Result{}, err
+		return controller.Result{}, err
 	}
 	var def apiextensionsv1.CustomResourceDefinition
 	if err := json.Unmarshal(obj.JSON(), &def); err != nil {
-		return Result{}, err
+		return controller.Result{}, err
 	}
 	if def.DeletionTimestamp != nil {
 		return c.terminate(ctx, obj, &def)
@@ -189,7 +204,7 @@ func (c *CRDs) sync(ctx context.Context, name string) (Result, error) {
 		est = apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Established,
 			Status: apiextensionsv1.ConditionFalse, Reason: "Invalid", Message: err.Error()}
 	}
-	return Result{}, c.setStatus(ctx, obj, func(status map[string]any) {
+	return controller.Result{}, c.setStatus(ctx, obj, func(status map[string]any) {
 		accepted, _ := json.Marshal(names)
 		var m map[string]any
 		json.Unmarshal(accepted, &m)
@@ -376,9 +391,9 @@ const crdCleanupWait = time.Second
 
 // terminate deletes a deleted definition's objects, then removes its
 // cleanup finalizer (it goes with its last finalizer).
-func (c *CRDs) terminate(ctx context.Context, obj *object.Object, def *apiextensionsv1.CustomResourceDefinition) (Result, error) {
+func (c *CRDs) terminate(ctx context.Context, obj *object.Object, def *apiextensionsv1.CustomResourceDefinition) (controller.Result, error) {
 	if !slices.Contains(def.Finalizers, FinalizerCRDCleanup) {
-		return Result{}, nil
+		return controller.Result{}, nil
 	}
 	c.mu.Lock()
 	_, served := c.served[def.Name]
@@ -389,14 +404,14 @@ func (c *CRDs) terminate(ctx context.Context, obj *object.Object, def *apiextens
 		// definition was deleted, while another server served it): it is
 		// served to delete them. One never established has none.
 		if err := c.serve(def); err != nil {
-			return Result{}, err
+			return controller.Result{}, err
 		}
 	}
 	if err := c.setStatus(ctx, obj, func(status map[string]any) {
 		setCondition(status, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Terminating,
 			Status: apiextensionsv1.ConditionTrue, Reason: "InstanceDeletionInProgress", Message: "CustomResource deletion is in progress"})
 	}); err != nil {
-		return Result{}, err
+		return controller.Result{}, err
 	}
 	c.mu.Lock()
 	s := c.served[def.Name]
@@ -406,32 +421,32 @@ func (c *CRDs) terminate(ctx context.Context, obj *object.Object, def *apiextens
 		left, err := deletion.DeleteAll(ctx, s.resources[0], s.store, "", storage.ListOptions{},
 			strategy.Deletion{GracePeriodSeconds: &zero, Now: time.Now()})
 		if err != nil {
-			return Result{}, err
+			return controller.Result{}, err
 		}
 		if len(left.Items) > 0 {
-			return Result{RequeueAfter: crdCleanupWait}, nil
+			return controller.Result{RequeueAfter: crdCleanupWait}, nil
 		}
 	}
 	uid := obj.UID()
 	store := c.Registry.Store(c.crds)
 	updated, err := store.GuaranteedUpdate(ctx, obj.Key(), &storage.Preconditions{UID: &uid}, func(cur *object.Object) ([]byte, error) {
-		o, err := Decode(cur)
+		o, err := controller.Decode(cur)
 		if err != nil {
 			return nil, err
 		}
 		meta := jsontree.Child(o, "metadata")
-		RemoveFromList(meta, "finalizers", func(f any) bool { return f == FinalizerCRDCleanup })
+		controller.RemoveFromList(meta, "finalizers", func(f any) bool { return f == FinalizerCRDCleanup })
 		delete(meta, "resourceVersion")
 		return json.Marshal(o)
 	}, obj)
 	if storage.CodeOf(err) == storage.ErrNotFound {
-		return Result{}, nil // another server removed it, and it went
+		return controller.Result{}, nil // another server removed it, and it went
 	}
 	if err != nil {
-		return Result{}, err
+		return controller.Result{}, err
 	}
 	_, err = deletion.FinishUpdate(ctx, c.crds, store, updated)
-	return Result{}, err
+	return controller.Result{}, err
 }
 
 // established says whether def's stored status is Established.
@@ -451,19 +466,19 @@ func established(def *apiextensionsv1.CustomResourceDefinition) bool {
 func (c *CRDs) setStatus(ctx context.Context, obj *object.Object, change func(status map[string]any)) error {
 	uid := obj.UID()
 	updated, err := c.Registry.Store(c.crds).GuaranteedUpdate(ctx, obj.Key(), &storage.Preconditions{UID: &uid}, func(cur *object.Object) ([]byte, error) {
-		o, err := Decode(cur)
+		o, err := controller.Decode(cur)
 		if err != nil {
 			return nil, err
 		}
 		before, _ := json.Marshal(o["status"])
 		change(jsontree.Child(o, "status"))
 		if after, _ := json.Marshal(o["status"]); string(after) == string(before) {
-			return nil, ErrUnchanged
+			return nil, controller.ErrUnchanged
 		}
 		delete(jsontree.Child(o, "metadata"), "resourceVersion")
 		return json.Marshal(o)
 	}, obj)
-	if errors.Is(err, ErrUnchanged) || storage.CodeOf(err) == storage.ErrNotFound {
+	if errors.Is(err, controller.ErrUnchanged) || storage.CodeOf(err) == storage.ErrNotFound {
 		return nil
 	}
 	if err == nil {
