@@ -2,7 +2,8 @@
 // is stored in (events.k8s.io/v1 Events are stored as core/v1 Events, as
 // kube-apiserver stores them): Store wraps the stored resource's store so
 // that every object read is converted to the served version and every
-// object written is converted back.
+// object written is converted back. Custom resources' versions are
+// converted through it too, with package crd's NopConverter.
 package conversion
 
 import (

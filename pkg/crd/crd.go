@@ -1,8 +1,11 @@
 // Package crd turns CustomResourceDefinitions into served resources, as
 // kube-apiserver's apiextensions-apiserver does: one resource per served
 // version, the storage version's store shared by the others (conversion
-// None: only apiVersion differs), and the CRD's names, scope, selectable
-// fields, subresources, structural schema and printer columns.
+// None: only apiVersion differs, NopConverter), and the CRD's names, scope,
+// selectable fields, subresources, structural schema and printer columns.
+// Its subpackages hold the rest of apiextensions-apiserver's part:
+// crdschema (structural schemas applied to objects) and crdcontroller (the
+// controllers that serve definitions).
 package crd
 
 import (

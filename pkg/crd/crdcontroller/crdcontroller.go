@@ -367,7 +367,7 @@ func (s *servedCRD) stores() map[*resource.Resource]storage.Interface {
 	out := map[*resource.Resource]storage.Interface{}
 	stored := s.resources[0].GroupVersion()
 	for _, r := range s.resources {
-		out[r] = conversion.Store(s.store, conversion.APIVersion(stored, r.GroupVersion()))
+		out[r] = conversion.Store(s.store, crd.NopConverter(stored, r.GroupVersion()))
 	}
 	return out
 }

@@ -1,15 +1,19 @@
-package conversion
+package crd
 
 import (
 	"encoding/json"
 
+	"github.com/watchcache/watchcache/pkg/conversion"
 	kjson "sigs.k8s.io/json"
 )
 
-// APIVersion converts a custom resource's objects between its versions
-// as conversion strategy None does: only apiVersion changes, to stored
-// ("example.com/v1") on the way in, to served on the way out.
-func APIVersion(stored, served string) Converter { return apiVersion{stored: stored, served: served} }
+// NopConverter converts a custom resource's objects between its versions
+// as conversion strategy None does (apiextensions-apiserver's
+// nopConverter): only apiVersion changes, to stored ("example.com/v1") on
+// the way in, to served on the way out.
+func NopConverter(stored, served string) conversion.Converter {
+	return apiVersion{stored: stored, served: served}
+}
 
 type apiVersion struct{ stored, served string }
 
