@@ -28,6 +28,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/controller"
 	"github.com/watchcache/watchcache/pkg/conversion"
 	"github.com/watchcache/watchcache/pkg/crd/crdcontroller"
+	"github.com/watchcache/watchcache/pkg/crd/crdfile"
 	"github.com/watchcache/watchcache/pkg/encryption"
 	"github.com/watchcache/watchcache/pkg/etcdembed"
 	"github.com/watchcache/watchcache/pkg/health"
@@ -250,7 +251,7 @@ func Start(cfg Config) (_ *App, err error) {
 	}()
 	definitions := cfg.CustomResourceDefinitions
 	if cfg.ResourcesFile != "" {
-		fromFile, err := readCRDFile(cfg.ResourcesFile)
+		fromFile, err := crdfile.ReadFile(cfg.ResourcesFile)
 		if err != nil {
 			return nil, fmt.Errorf("--resources: %w", err)
 		}
@@ -362,7 +363,7 @@ func Start(cfg Config) (_ *App, err error) {
 	if a.Kubeconfig, err = writeKubeconfig(cfg, a.PKI, a.URL, a.ClientCAs, cfg.Log); err != nil {
 		return nil, err
 	}
-	if err = a.applyCRDs(ctx, definitions, cfg.TLSCertFile); err != nil {
+	if err = crdfile.Apply(ctx, a.Kubeconfig, definitions, cfg.TLSCertFile); err != nil {
 		return nil, fmt.Errorf("--resources: %w", err)
 	}
 	return a, nil

@@ -4,8 +4,9 @@
 // None: only apiVersion differs, NopConverter), and the CRD's names, scope,
 // selectable fields, subresources, structural schema and printer columns.
 // Its subpackages hold the rest of apiextensions-apiserver's part:
-// crdschema (structural schemas applied to objects) and crdcontroller (the
-// controllers that serve definitions).
+// crdschema (structural schemas applied to objects), crdcontroller (the
+// controllers that serve definitions) and crdfile (the --resources file's
+// definitions applied at start).
 package crd
 
 import (

@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/watchcache/watchcache/pkg/app"
+	"github.com/watchcache/watchcache/pkg/crd/crdfile"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -149,7 +150,7 @@ func readFile(path string) ([]*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	defer f.Close()
-	defs, err := app.ReadCRDs(f, path)
+	defs, err := crdfile.Read(f, path)
 	if err != nil {
 		return nil, fmt.Errorf("testenv: %w", err)
 	}

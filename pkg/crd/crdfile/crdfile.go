@@ -1,4 +1,11 @@
-package app
+// Package crdfile applies the CustomResourceDefinitions of the server's
+// --resources file (YAML or JSON documents, as users keep them for kubectl
+// apply) through the server's API once it serves, and waits until each is
+// established, as kubectl apply followed by kubectl wait
+// --for=condition=Established would against kube-apiserver (whose
+// apiextensions-apiserver has no such file). Package testenv reads its
+// definition files with Read too.
+package crdfile
 
 import (
 	"context"
@@ -28,21 +35,21 @@ var crdsResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ve
 // definitions to be served.
 const crdEstablishTimeout = 30 * time.Second
 
-// readCRDFile reads the CustomResourceDefinitions of a --resources file:
+// ReadFile reads the CustomResourceDefinitions of a --resources file:
 // YAML or JSON documents, each a CustomResourceDefinition (as users keep
 // them for kubectl apply).
-func readCRDFile(path string) ([]*unstructured.Unstructured, error) {
+func ReadFile(path string) ([]*unstructured.Unstructured, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ReadCRDs(f, path)
+	return Read(f, path)
 }
 
-// ReadCRDs reads CustomResourceDefinitions from YAML or JSON documents;
-// name names the input in errors.
-func ReadCRDs(r io.Reader, name string) ([]*unstructured.Unstructured, error) {
+// Read reads CustomResourceDefinitions from YAML or JSON documents; name
+// names the input in errors.
+func Read(r io.Reader, name string) ([]*unstructured.Unstructured, error) {
 	path := name
 	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
 	var out []*unstructured.Unstructured
@@ -64,15 +71,16 @@ func ReadCRDs(r io.Reader, name string) ([]*unstructured.Unstructured, error) {
 	}
 }
 
-// applyCRDs creates or updates definitions through the server's API, as
-// the administrator, and waits until each is established. servingCert,
-// if not empty, is the serving certificate file (not signed
-// by the generated CA, so not in the kubeconfig): the client trusts it.
-func (a *App) applyCRDs(ctx context.Context, defs []*unstructured.Unstructured, servingCert string) error {
+// Apply creates or updates definitions through the server's API, as the
+// administrator (whose kubeconfig file is kubeconfig), and waits until each
+// is established. servingCert, if not empty, is the serving certificate
+// file (not signed by the generated CA, so not in the kubeconfig): the
+// client trusts it.
+func Apply(ctx context.Context, kubeconfig string, defs []*unstructured.Unstructured, servingCert string) error {
 	if len(defs) == 0 {
 		return nil
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", a.Kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
 	}
