@@ -184,3 +184,12 @@ func strictMetadataErrors(data []byte, withMetadata bool) []error {
 	}
 	return out
 }
+
+// The patch media types: JSON patch, merge patch, strategic merge patch
+// (built-in kinds only) and server-side apply's.
+const (
+	JSONPatchType      = "application/json-patch+json"
+	MergePatchType     = "application/merge-patch+json"
+	StrategicPatchType = "application/strategic-merge-patch+json"
+	ApplyPatchType     = "application/apply-patch+yaml"
+)

@@ -26,24 +26,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// applyPatchType is server-side apply's patch media type.
-const applyPatchType = "application/apply-patch+yaml"
-
 // fieldManager is the field manager of req's resource and subresource.
-// A resource registered a moment ago (a CRD just established) may be newer
-// than the documents, which the registry's subscribers rebuild after the
-// resource is visible: the documents are then rebuilt at once, so that the
-// first write of a new kind gets its managedFields too.
 func (s *Server) fieldManager(req *request) (*managedfields.FieldManager, error) {
-	docs := s.openapi.Load()
-	if !docs.of[req.res] && s.registry.Lookup(req.res.Group, req.res.Version, req.res.Plural) == req.res {
-		docs = s.rebuildOpenAPI()
-	}
-	sub := req.subresource
-	if sub != "status" {
-		sub = "" // scale and finalize write the object's own fields
-	}
-	return docs.fields.For(req.res, sub)
+	return s.openapi.FieldManager(req.res, req.subresource)
 }
 
 // trackUpdate records in obj's managedFields what a write other than an

@@ -23,26 +23,19 @@ import (
 	kjson "sigs.k8s.io/json"
 )
 
-// The patch media types.
-const (
-	jsonPatchType      = "application/json-patch+json"
-	mergePatchType     = "application/merge-patch+json"
-	strategicPatchType = "application/strategic-merge-patch+json"
-)
-
 // checkPatchType accepts JSON patch and merge patch for every resource and
 // strategic merge patch for built-in kinds (custom resources have no patch
 // strategy, so kube-apiserver answers 415 for them too).
 func checkPatchType(mt string, res *resource.Resource) *apierrors.StatusError {
 	switch {
-	case mt == jsonPatchType, mt == mergePatchType:
+	case mt == encoding.JSONPatchType, mt == encoding.MergePatchType:
 		return nil
-	case mt == strategicPatchType && res.StrategicMergeType != nil:
+	case mt == encoding.StrategicPatchType && res.StrategicMergeType != nil:
 		return nil
 	}
-	supported := jsonPatchType + ", " + mergePatchType + ", " + applyPatchType
+	supported := encoding.JSONPatchType + ", " + encoding.MergePatchType + ", " + encoding.ApplyPatchType
 	if res.StrategicMergeType != nil {
-		supported += ", " + strategicPatchType
+		supported += ", " + encoding.StrategicPatchType
 	}
 	return apistatus.New(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
 		"the body of the request was in an unknown format - accepted media types include: %s", supported)
@@ -55,7 +48,7 @@ func checkPatchType(mt string, res *resource.Resource) *apierrors.StatusError {
 // other failure a 500.
 func applyPatch(mt string, doc, patch []byte, res *resource.Resource) ([]byte, *apierrors.StatusError) {
 	switch mt {
-	case jsonPatchType:
+	case encoding.JSONPatchType:
 		p, err := jsonpatch.DecodePatch(patch)
 		if err != nil {
 			return nil, apistatus.BadRequest("%v", err)
@@ -65,7 +58,7 @@ func applyPatch(mt string, doc, patch []byte, res *resource.Resource) ([]byte, *
 			return nil, unprocessable(err)
 		}
 		return out, nil
-	case strategicPatchType:
+	case encoding.StrategicPatchType:
 		out, err := strategicpatch.StrategicMergePatch(doc, patch, res.StrategicMergeType)
 		switch {
 		case err == nil:
@@ -130,13 +123,13 @@ func readPatch(r *http.Request, mt string) (*patchRequest, *apierrors.StatusErro
 	}
 	var err error
 	switch {
-	case p.mode == encoding.ValidationIgnore && mt == strategicPatchType:
+	case p.mode == encoding.ValidationIgnore && mt == encoding.StrategicPatchType:
 		// Decoded in every mode, to be merged as a map.
 		var patch map[string]any
 		err = kjson.UnmarshalCaseSensitivePreserveInts(body, &patch)
 	case p.mode == encoding.ValidationIgnore:
 		// Other patches are decoded only as they apply.
-	case mt == jsonPatchType:
+	case mt == encoding.JSONPatchType:
 		var ops []jsonPatchOp
 		p.own, err = kjson.UnmarshalStrict(body, &ops)
 		for i, e := range p.own {
@@ -147,7 +140,7 @@ func readPatch(r *http.Request, mt string) (*patchRequest, *apierrors.StatusErro
 		p.own, err = kjson.UnmarshalStrict(body, &patch)
 	}
 	switch {
-	case err != nil && mt == strategicPatchType:
+	case err != nil && mt == encoding.StrategicPatchType:
 		return nil, apistatus.BadRequest("%v", err)
 	case err != nil:
 		// kube-apiserver decodes the operations as its handlers package's
@@ -170,7 +163,7 @@ func (p *patchRequest) applyTo(cur *object.Object, res *resource.Resource) (map[
 	var obj map[string]any
 	var problems []error
 	var err error
-	if p.mediaType == strategicPatchType {
+	if p.mediaType == encoding.StrategicPatchType {
 		obj, problems, err = decodeConverted(patched, res, p.mode)
 	} else {
 		obj, problems, err = encoding.DecodeFields(patched, res, p.mode)
@@ -208,7 +201,7 @@ func decodeConverted(patched []byte, res *resource.Resource, mode encoding.Field
 // kube-apiserver encodes it (a built-in kind's fields in its type's order,
 // a custom resource's sorted).
 func (p *patchRequest) shown(cur *object.Object, res *resource.Resource) string {
-	if p.mediaType == strategicPatchType {
+	if p.mediaType == encoding.StrategicPatchType {
 		var patch map[string]any
 		kjson.UnmarshalCaseSensitivePreserveInts(p.body, &patch)
 		return fmt.Sprintf("%+v", patch)

@@ -10,14 +10,13 @@ import (
 	"maps"
 	"net/http"
 	"net/http/pprof"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/admission"
 	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/discovery"
 	"github.com/watchcache/watchcache/pkg/health"
+	"github.com/watchcache/watchcache/pkg/openapi"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/watchcache/watchcache/pkg/resource"
@@ -73,11 +72,7 @@ type Server struct {
 	metrics    *metrics
 	minWatch   time.Duration
 	mux        *http.ServeMux
-	// openapi are the OpenAPI documents, built anew when the registry
-	// changes; rebuilds hold openapiMu, so that the last stored is built
-	// from the newest registry.
-	openapi    atomic.Pointer[openAPIDocs]
-	openapiMu  sync.Mutex
+	openapi    *openapi.Service
 	actions    map[string]Action
 	admitWrite func(ctx context.Context, res *resource.Resource, namespace string, obj []byte) error
 	webhooks   Webhooks
@@ -104,10 +99,9 @@ func New(cfg Config) *Server {
 		builtin:    &admission.Builtin{Registry: cfg.Registry},
 		afterWrite: cfg.AfterWrite,
 		discovery:  discovery.New(cfg.Registry),
+		openapi:    openapi.New(cfg.Registry),
 		sharding:   !cfg.DisableShardedListAndWatch,
 	}
-	s.openapi.Store(buildOpenAPI(cfg.Registry, nil))
-	cfg.Registry.OnChange(func(_, _ []*resource.Resource) { s.rebuildOpenAPI() })
 	if s.actions == nil {
 		s.actions = map[string]Action{}
 	}
@@ -130,7 +124,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("/apis", s.serveAPI)
 	s.mux.HandleFunc("/apis/", s.serveAPI)
 	s.mux.HandleFunc("/version", discovery.ServeVersion)
-	s.mux.HandleFunc("/openapi/", s.serveOpenAPI)
+	s.mux.Handle("/openapi/", s.openapi)
 	health.Register(s.mux, cfg.HealthChecks, cfg.Log)
 	s.mux.Handle("/metrics", metricsHandler(reg))
 	if cfg.Profiling {

@@ -221,7 +221,7 @@ func checkConditionalUpdate(obj map[string]any, req *request) *apierrors.StatusE
 
 func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
 	patchType := encoding.MediaType(r)
-	if patchType == applyPatchType {
+	if patchType == encoding.ApplyPatchType {
 		s.serverSideApply(w, r, req, store)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/watchcache/watchcache/pkg/benchdata"
 	"github.com/watchcache/watchcache/pkg/defaults"
+	"github.com/watchcache/watchcache/pkg/openapi"
 	"github.com/watchcache/watchcache/pkg/resource"
 	kjson "sigs.k8s.io/json"
 )
@@ -49,8 +50,7 @@ func BenchmarkPodWritePreparation(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := &Server{}
-	s.openapi.Store(buildOpenAPI(reg, nil))
+	s := &Server{openapi: openapi.New(reg)}
 	req := &request{verb: "create", res: pods, namespace: "ns-001", manager: "bench"}
 	if _, err := s.trackUpdate(req, nil, decode()); err != nil { // builds the field managers
 		b.Fatal(err)

@@ -1,4 +1,4 @@
-// Command recordopenapi records pkg/server/openapi_facts.json from a
+// Command recordopenapi records pkg/openapi/facts.json from a
 // running kube-apiserver: for each schema of its OpenAPI v3 documents of
 // the group versions watchcache serves, the facts (see factKeys) whose
 // values differ from the schema watchcache reflects from the Go types, and
@@ -6,7 +6,7 @@
 // additionalProperties. Run it from the repository's root against the
 // kube-apiserver release watchcache matches:
 //
-//	go run ./pkg/server/internal/recordopenapi -kubeconfig <kube-apiserver's kubeconfig>
+//	go run ./pkg/openapi/internal/recordopenapi -kubeconfig <kube-apiserver's kubeconfig>
 //
 // Tests do not run it; they read the recorded file.
 package main
@@ -22,8 +22,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/watchcache/watchcache/pkg/openapi"
 	"github.com/watchcache/watchcache/pkg/resource"
-	"github.com/watchcache/watchcache/pkg/server"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/clientcmd"
@@ -38,7 +38,7 @@ var factKeys = []string{
 
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the kube-apiserver to record from")
-	out := flag.String("out", "pkg/server/openapi_facts.json", "file to write")
+	out := flag.String("out", "pkg/openapi/facts.json", "file to write")
 	flag.Parse()
 	if *kubeconfig == "" {
 		log.Fatal("-kubeconfig is required")
@@ -65,7 +65,7 @@ func record(kubeconfig, out string) error {
 	if err != nil {
 		return err
 	}
-	ours, err := server.ReflectedSchemas(reg)
+	ours, err := openapi.ReflectedSchemas(reg)
 	if err != nil {
 		return err
 	}

@@ -1,43 +1,22 @@
-package server
+package openapi
 
 import (
-	"bytes"
 	"crypto/sha512"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"mime"
-	"net/http"
-	"net/url"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
-	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/apply"
 	"github.com/watchcache/watchcache/pkg/discovery"
+	"github.com/watchcache/watchcache/pkg/encoding"
 	"github.com/watchcache/watchcache/pkg/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
-
-// OpenAPI v3 as kube-apiserver serves it: /openapi/v3 lists one document
-// per group version, each at a URL carrying the document's hash, so that
-// clients may cache it for good. kubectl reads these documents: the PATCH
-// operation of a kind tells it whether the server validates fields itself
-// (the fieldValidation query parameter; if not, kubectl validates against
-// /openapi/v2, and refuses to create or apply without it) and whether the
-// kind takes strategic merge patches, which client-side apply then computes
-// from the kind's schema (patch strategies and merge keys); kubectl explain
-// prints the schemas' types, required fields and descriptions. Built-in
-// kinds get their real schemas, reflected from their k8s.io/api types,
-// struct tags and documentation (see openapi_schema.go); custom resources,
-// schemaless, an open object. /openapi/v2 serves the same as one Swagger
-// 2.0 document, in JSON or in the protobuf form client-go asks for (see
-// openapi_v2.go): kubectl falls back to it without v3 and explains from it
-// with --output=plaintext-openapiv2.
 
 // openAPIDoc is one precomputed document.
 type openAPIDoc struct {
@@ -85,16 +64,6 @@ func newGroupVersionDoc(members []*resource.Resource) *groupVersionDoc {
 	d.doc = sync.OnceValue(func() *openAPIDoc { return newOpenAPIDoc(groupVersionDocument(members, openAPIFacts())) })
 	d.typed = apply.NewTypeConverter(func() []byte { return d.doc().body })
 	return d
-}
-
-// rebuildOpenAPI makes the documents of the registry as it is now,
-// keeping those that did not change, and serves them.
-func (s *Server) rebuildOpenAPI() *openAPIDocs {
-	s.openapiMu.Lock()
-	defer s.openapiMu.Unlock()
-	docs := buildOpenAPI(s.registry, s.openapi.Load())
-	s.openapi.Store(docs)
-	return docs
 }
 
 // buildOpenAPI makes the documents of reg's resources. The documents of
@@ -148,67 +117,6 @@ func (docs *openAPIDocs) groupVersion(key string) *groupVersionDoc {
 		return nil
 	}
 	return docs.gv[key]
-}
-
-// serveOpenAPI serves /openapi/v2, /openapi/v3 and the documents below it.
-func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		apistatus.Write(w, apistatus.New(http.StatusMethodNotAllowed, "MethodNotAllowed", "method %s is not allowed", r.Method), apistatus.Subject{})
-		return
-	}
-	if r.URL.Path == "/openapi/v2" {
-		serveSwagger(w, r, s.openapi.Load())
-		return
-	}
-	if r.URL.Path == "/openapi/v3" {
-		serveOpenAPIDoc(w, r, s.openapi.Load().index(), "application/json")
-		return
-	}
-	key, ok := strings.CutPrefix(r.URL.Path, "/openapi/v3/")
-	gv := s.openapi.Load().gv[key]
-	if !ok || gv == nil {
-		apistatus.Write(w, apistatus.NotFoundPath(), apistatus.Subject{})
-		return
-	}
-	doc := gv.doc()
-	w.Header().Set("Vary", "Accept")
-	if !acceptsJSON(r.Header.Get("Accept")) {
-		apistatus.Write(w, apistatus.New(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable,
-			"OpenAPI documents are only served as application/json"), apistatus.Subject{})
-		return
-	}
-	if hash := r.URL.Query().Get("hash"); hash != "" {
-		if hash != doc.hash {
-			// A stale hash: send the client to the current document.
-			http.Redirect(w, r, r.URL.Path+"?hash="+url.QueryEscape(doc.hash), http.StatusMovedPermanently)
-			return
-		}
-		w.Header().Set("Cache-Control", "public, immutable")
-		w.Header().Set("Expires", time.Now().AddDate(1, 0, 0).UTC().Format(http.TimeFormat))
-	}
-	serveOpenAPIDoc(w, r, doc, "application/json")
-}
-
-// serveOpenAPIDoc writes a document of a media type with its ETag
-// (http.ServeContent answers a matching If-None-Match with 304).
-func serveOpenAPIDoc(w http.ResponseWriter, r *http.Request, doc *openAPIDoc, mediaType string) {
-	w.Header().Set("Content-Type", mediaType)
-	w.Header().Set("Etag", `"`+doc.hash+`"`)
-	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(doc.body))
-}
-
-// acceptsJSON reports whether an Accept header admits application/json.
-func acceptsJSON(accept string) bool {
-	if accept == "" {
-		return true
-	}
-	for _, part := range strings.Split(accept, ",") {
-		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
-		if err == nil && (mt == "application/json" || mt == "application/*" || mt == "*/*") {
-			return true
-		}
-	}
-	return false
 }
 
 // groupVersionDocument is the OpenAPI v3 document of one group version,
@@ -402,9 +310,9 @@ func addResourcePaths(paths map[string]any, sg *schemaGen, res *resource.Resourc
 		o["requestBody"] = map[string]any{"required": true, "content": content(schema, types)}
 		return o
 	}
-	patchTypes := []string{jsonPatchType, mergePatchType}
+	patchTypes := []string{encoding.JSONPatchType, encoding.MergePatchType}
 	if res.StrategicMergeType != nil {
-		patchTypes = append(patchTypes, strategicPatchType)
+		patchTypes = append(patchTypes, encoding.StrategicPatchType)
 	}
 	event := schemaName(reflect.TypeFor[metav1.WatchEvent]())
 	deleteOptions := schemaName(reflect.TypeFor[metav1.DeleteOptions]())

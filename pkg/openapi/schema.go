@@ -1,4 +1,4 @@
-package server
+package openapi
 
 import (
 	"encoding/json"
@@ -30,7 +30,7 @@ import (
 // +required markers say otherwise. What only the markers give (enums,
 // defaults, list and map types, those required fields) and the full
 // descriptions are laid over the reflected schemas from the facts
-// recorded from kube-apiserver (see openapi_facts.go).
+// recorded from kube-apiserver (see facts.go).
 
 // schemaGen reflects Go types into OpenAPI v3 schemas, one component per
 // struct type.

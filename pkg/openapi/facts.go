@@ -1,4 +1,4 @@
-package server
+package openapi
 
 import (
 	_ "embed"
@@ -15,7 +15,7 @@ import (
 // code carries: enums and their values, defaults, list and map types,
 // some required fields, and full descriptions (k8s.io/api's SwaggerDoc
 // texts lack the list of an enum's values and stop at a markdown table's
-// rule). openapi_facts.json records
+// rule). facts.json records
 // them as data: for each schema of kube-apiserver 1.37's OpenAPI v3
 // documents of the group versions served here, those keys whose values
 // differ from the reflected schema's, and likewise for its properties and
@@ -23,16 +23,16 @@ import (
 // required list where kube-apiserver has none). The file is made by
 // internal/recordopenapi from a running kube-apiserver (see there):
 //
-//	go run ./pkg/server/internal/recordopenapi -kubeconfig <kube-apiserver's kubeconfig>
+//	go run ./pkg/openapi/internal/recordopenapi -kubeconfig <kube-apiserver's kubeconfig>
 
-//go:embed openapi_facts.json
+//go:embed facts.json
 var openAPIFactsJSON []byte
 
-// openAPIFacts are the facts of openapi_facts.json by schema name.
+// openAPIFacts are the facts of facts.json by schema name.
 var openAPIFacts = sync.OnceValue(func() map[string]map[string]any {
 	var facts map[string]map[string]any
 	if err := json.Unmarshal(openAPIFactsJSON, &facts); err != nil {
-		panic(fmt.Sprintf("reading openapi_facts.json: %v", err))
+		panic(fmt.Sprintf("reading facts.json: %v", err))
 	}
 	return facts
 })

@@ -1,4 +1,4 @@
-package server
+package openapi
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
+	"github.com/watchcache/watchcache/pkg/encoding"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"google.golang.org/protobuf/proto"
 	appsv1 "k8s.io/api/apps/v1"
@@ -20,17 +21,17 @@ import (
 	kubeproto "k8s.io/kube-openapi/pkg/util/proto"
 )
 
-func openAPITestServer(t *testing.T) (*Server, *resource.Registry) {
+func openAPITestServer(t *testing.T) (*Service, *resource.Registry) {
 	t.Helper()
 	widget := &resource.Resource{Group: "example.com", Version: "v1", Kind: "Widget", Plural: "widgets", Namespaced: true}
 	reg, err := resource.NewRegistry(append(resource.Builtins(), widget)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(Config{Registry: reg}), reg
+	return New(reg), reg
 }
 
-func openAPIGet(t *testing.T, s *Server, path string, header ...string) *httptest.ResponseRecorder {
+func openAPIGet(t *testing.T, s *Service, path string, header ...string) *httptest.ResponseRecorder {
 	t.Helper()
 	r := httptest.NewRequest(http.MethodGet, path, nil)
 	for i := 0; i+1 < len(header); i += 2 {
@@ -114,7 +115,7 @@ func TestOpenAPIV3(t *testing.T) {
 			if !slices.ContainsFunc(op.Parameters, func(p struct{ Name, In string }) bool { return p.Name == "fieldValidation" && p.In == "query" }) {
 				t.Errorf("%s PATCH: no fieldValidation parameter", path)
 			}
-			if _, ok := op.Body.Content[strategicPatchType]; ok != (res.StrategicMergeType != nil) {
+			if _, ok := op.Body.Content[encoding.StrategicPatchType]; ok != (res.StrategicMergeType != nil) {
 				t.Errorf("%s PATCH: strategic merge patch %v", path, ok)
 			}
 		}
@@ -149,7 +150,7 @@ func TestOpenAPIV3(t *testing.T) {
 }
 
 // openAPIComponents fetches the schemas of a group version's v3 document.
-func openAPIComponents(t *testing.T, s *Server, key string) map[string]map[string]any {
+func openAPIComponents(t *testing.T, s *Service, key string) map[string]map[string]any {
 	t.Helper()
 	var doc struct {
 		Components struct{ Schemas map[string]map[string]any }
@@ -448,7 +449,7 @@ func TestOpenAPIV2(t *testing.T) {
 		t.Errorf("WatchEvent's kinds: %v", gvks)
 	}
 	patch, _ := doc.Paths["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"].(map[string]any)
-	if body, _ := patch["parameters"].([]any)[0].(map[string]any); body["in"] != "body" || !slices.Contains(patch["consumes"].([]any), any(strategicPatchType)) {
+	if body, _ := patch["parameters"].([]any)[0].(map[string]any); body["in"] != "body" || !slices.Contains(patch["consumes"].([]any), any(encoding.StrategicPatchType)) {
 		t.Errorf("PATCH of deployments: %v", patch)
 	}
 
