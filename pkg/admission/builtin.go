@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/watchcache/watchcache/pkg/pipeline"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -31,8 +32,8 @@ type Builtin struct {
 // admission policies and webhooks).
 type plugin struct {
 	resource string // "group/plural"
-	admit    func(ctx context.Context, b *Builtin, req *Request) error
-	validate func(ctx context.Context, b *Builtin, req *Request) error
+	admit    func(ctx context.Context, b *Builtin, req *pipeline.Request) error
+	validate func(ctx context.Context, b *Builtin, req *pipeline.Request) error
 }
 
 // plugins are the plugins, in kube-apiserver's order.
@@ -44,22 +45,27 @@ var plugins = []plugin{
 	{resource: "networking.k8s.io/ingresses", admit: defaultClassOf(ingressClassDefaulting)}, // DefaultIngressClass
 }
 
-// Admit runs the plugins' mutating phase on a create, changing
-// req.Object; req.Name is the name as given (a generateName not yet
-// completed), for messages.
-func (b *Builtin) Admit(ctx context.Context, req *Request) error {
+// admit runs the plugins' mutating phase on a create, changing
+// req.Object, its messages naming the object as the request did
+// (req.GivenName: a generateName not yet completed).
+func (b *Builtin) admit(ctx context.Context, req *pipeline.Request) error {
 	if req.Operation != admissionv1.Create {
 		return nil
 	}
-	return b.run(ctx, req, func(p *plugin) func(context.Context, *Builtin, *Request) error { return p.admit })
+	given := *req
+	given.Name = req.GivenName
+	return b.run(ctx, &given, func(p *plugin) func(context.Context, *Builtin, *pipeline.Request) error { return p.admit })
 }
 
-// Validate runs the plugins' validating phase on a create or an update.
-func (b *Builtin) Validate(ctx context.Context, req *Request) error {
-	return b.run(ctx, req, func(p *plugin) func(context.Context, *Builtin, *Request) error { return p.validate })
+// validate runs the plugins' validating phase on a create or an update.
+func (b *Builtin) validate(ctx context.Context, req *pipeline.Request) error {
+	if req.Operation == admissionv1.Delete {
+		return nil
+	}
+	return b.run(ctx, req, func(p *plugin) func(context.Context, *Builtin, *pipeline.Request) error { return p.validate })
 }
 
-func (b *Builtin) run(ctx context.Context, req *Request, phase func(*plugin) func(context.Context, *Builtin, *Request) error) error {
+func (b *Builtin) run(ctx context.Context, req *pipeline.Request, phase func(*plugin) func(context.Context, *Builtin, *pipeline.Request) error) error {
 	if req.Subresource != "" {
 		return nil
 	}
@@ -76,7 +82,7 @@ func (b *Builtin) run(ctx context.Context, req *Request, phase func(*plugin) fun
 
 // forbidden is a plugin's refusal of req: 403 Forbidden, "<resource>
 // "<name>" is forbidden: <err>".
-func forbidden(req *Request, err error) error {
+func forbidden(req *pipeline.Request, err error) error {
 	return apierrors.NewForbidden(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Plural}, req.Name, err)
 }
 

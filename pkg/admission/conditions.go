@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/watchcache/watchcache/pkg/crd/crdschema"
+	"github.com/watchcache/watchcache/pkg/pipeline"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -93,7 +94,7 @@ type webhookConditions struct {
 
 // match evaluates the conditions on req: whether they all hold, or why
 // they could not be evaluated.
-func (c *webhookConditions) match(req *Request) (bool, error) {
+func (c *webhookConditions) match(req *pipeline.Request) (bool, error) {
 	if c.err != nil {
 		return false, c.err
 	}
@@ -101,7 +102,7 @@ func (c *webhookConditions) match(req *Request) (bool, error) {
 		return true, nil
 	}
 	return conditionsMatch(c.programs, map[string]any{"object": orNil(req.Object), "oldObject": orNil(req.OldObject),
-		"request": req.celRequest()})
+		"request": celRequest(req)})
 }
 
 // conditionCache holds the webhooks' compiled matchConditions by their

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/watchcache/watchcache/pkg/jsontree"
+	"github.com/watchcache/watchcache/pkg/pipeline"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -40,8 +41,8 @@ var ingressClassDefaulting = classDefaulting{
 
 // defaultClassOf gives a new object that names no class the default class
 // of d, if there is one.
-func defaultClassOf(d classDefaulting) func(ctx context.Context, b *Builtin, req *Request) error {
-	return func(ctx context.Context, b *Builtin, req *Request) error {
+func defaultClassOf(d classDefaulting) func(ctx context.Context, b *Builtin, req *pipeline.Request) error {
+	return func(ctx context.Context, b *Builtin, req *pipeline.Request) error {
 		spec := jsontree.Child(req.Object, "spec")
 		meta, _ := req.Object["metadata"].(map[string]any)
 		annotations, _ := meta["annotations"].(map[string]any)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/watchcache/watchcache/pkg/jsontree"
+	"github.com/watchcache/watchcache/pkg/pipeline"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -28,7 +29,7 @@ const limitRangerAnnotation = "kubernetes.io/limit-ranger"
 
 // defaultContainerResources gives a new pod's containers the defaults of
 // the namespace's LimitRanges.
-func defaultContainerResources(ctx context.Context, b *Builtin, req *Request) error {
+func defaultContainerResources(ctx context.Context, b *Builtin, req *pipeline.Request) error {
 	var ranges []corev1.LimitRange
 	if err := b.list(ctx, "", "limitranges", req.Namespace, &ranges); err != nil {
 		return err
@@ -41,7 +42,7 @@ func defaultContainerResources(ctx context.Context, b *Builtin, req *Request) er
 
 // enforceLimitRanges refuses a new pod beyond the limits of one of the
 // namespace's LimitRanges.
-func enforceLimitRanges(ctx context.Context, b *Builtin, req *Request) error {
+func enforceLimitRanges(ctx context.Context, b *Builtin, req *pipeline.Request) error {
 	if req.Operation != admissionv1.Create {
 		return nil // a pod's resources do not change
 	}

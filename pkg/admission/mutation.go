@@ -14,6 +14,7 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/watchcache/watchcache/pkg/crd/crdschema"
+	"github.com/watchcache/watchcache/pkg/pipeline"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 )
@@ -176,7 +177,7 @@ func (c *mutationCache) get(p *admissionregistrationv1.MutatingAdmissionPolicy) 
 
 // mutateByPolicies applies the bound mutating policies that match req to
 // its object, in the order of their bindings' names.
-func (w *Webhooks) mutateByPolicies(ctx context.Context, req *Request) (map[string]any, error) {
+func (w *Webhooks) mutateByPolicies(ctx context.Context, req *pipeline.Request) (map[string]any, error) {
 	var bindings []admissionregistrationv1.MutatingAdmissionPolicyBinding
 	if err := w.list(ctx, "mutatingadmissionpolicybindings", &bindings, req); err != nil || len(bindings) == 0 {
 		return req.Object, err
@@ -221,7 +222,7 @@ func (w *Webhooks) mutateByPolicies(ctx context.Context, req *Request) (map[stri
 }
 
 // applyMutations evaluates a policy's mutations in order on req's object.
-func (w *Webhooks) applyMutations(ctx context.Context, cm *compiledMutations, req *Request) (map[string]any, error) {
+func (w *Webhooks) applyMutations(ctx context.Context, cm *compiledMutations, req *pipeline.Request) (map[string]any, error) {
 	if cm.err != nil {
 		return nil, cm.err
 	}
@@ -230,14 +231,14 @@ func (w *Webhooks) applyMutations(ctx context.Context, cm *compiledMutations, re
 	if req.Namespace != "" {
 		nsObject = w.namespaceObject(ctx, req.Namespace)
 	}
-	conditionVars := map[string]any{"object": orNil(obj), "oldObject": orNil(req.OldObject), "request": req.celRequest(),
+	conditionVars := map[string]any{"object": orNil(obj), "oldObject": orNil(req.OldObject), "request": celRequest(req),
 		"namespaceObject": orNil(nsObject), "params": nil, "variables": map[string]any{}}
 	if matched, err := conditionsMatch(cm.conditions, conditionVars); err != nil || !matched {
 		return obj, err
 	}
 	for _, m := range cm.mutations {
 		variables := map[string]any{}
-		vars := map[string]any{"object": orNil(obj), "oldObject": orNil(req.OldObject), "request": req.celRequest(),
+		vars := map[string]any{"object": orNil(obj), "oldObject": orNil(req.OldObject), "request": celRequest(req),
 			"namespaceObject": orNil(nsObject), "params": nil, "variables": variables}
 		for _, v := range cm.variables {
 			out, _, err := v.program.Eval(vars)

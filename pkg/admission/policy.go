@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/watchcache/watchcache/pkg/crd/crdschema"
+	"github.com/watchcache/watchcache/pkg/pipeline"
 	"github.com/watchcache/watchcache/pkg/storage"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -92,7 +93,7 @@ func (c *policyCache) get(p *admissionregistrationv1.ValidatingAdmissionPolicy) 
 }
 
 // validatePolicies evaluates the bound policies that match req.
-func (w *Webhooks) validatePolicies(ctx context.Context, req *Request) error {
+func (w *Webhooks) validatePolicies(ctx context.Context, req *pipeline.Request) error {
 	var bindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	if err := w.list(ctx, "validatingadmissionpolicybindings", &bindings, req); err != nil || len(bindings) == 0 {
 		return err
@@ -138,7 +139,7 @@ func (w *Webhooks) validatePolicies(ctx context.Context, req *Request) error {
 						denied = denial(req, "ValidatingAdmissionPolicy", p.Name, b.Name, f.message, reason)
 					}
 				case admissionregistrationv1.Warn:
-					warn(ctx, fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s", p.Name, b.Name, f.message))
+					pipeline.Warn(ctx, fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s", p.Name, b.Name, f.message))
 				}
 			}
 		}
@@ -150,7 +151,7 @@ func (w *Webhooks) validatePolicies(ctx context.Context, req *Request) error {
 // A policy's constraints without resource rules are invalid in
 // kube-apiserver (they are refused there at create, here they match by
 // selectors alone).
-func (w *Webhooks) policyMatches(ctx context.Context, m *admissionregistrationv1.MatchResources, req *Request) (bool, error) {
+func (w *Webhooks) policyMatches(ctx context.Context, m *admissionregistrationv1.MatchResources, req *pipeline.Request) (bool, error) {
 	if m == nil {
 		return false, nil
 	}
@@ -193,7 +194,7 @@ type failure struct {
 
 // evaluate runs a policy's match conditions and validations on req and
 // returns its failures.
-func (w *Webhooks) evaluate(cp *compiledPolicy, p *admissionregistrationv1.ValidatingAdmissionPolicy, req *Request, nsObject map[string]any) []failure {
+func (w *Webhooks) evaluate(cp *compiledPolicy, p *admissionregistrationv1.ValidatingAdmissionPolicy, req *pipeline.Request, nsObject map[string]any) []failure {
 	fail := func(err error) []failure {
 		if p.Spec.FailurePolicy != nil && *p.Spec.FailurePolicy == admissionregistrationv1.Ignore {
 			return nil
@@ -203,7 +204,7 @@ func (w *Webhooks) evaluate(cp *compiledPolicy, p *admissionregistrationv1.Valid
 	if cp.err != nil {
 		return fail(cp.err)
 	}
-	vars := map[string]any{"object": orNil(req.Object), "oldObject": orNil(req.OldObject), "request": req.celRequest(),
+	vars := map[string]any{"object": orNil(req.Object), "oldObject": orNil(req.OldObject), "request": celRequest(req),
 		"namespaceObject": orNil(nsObject), "params": nil}
 	variables := map[string]any{}
 	vars["variables"] = variables
@@ -254,7 +255,7 @@ func expressionError(expr string, err error) error {
 
 // denial is a policy's refusal as kube-apiserver words it: Forbidden's
 // message, with the reason given (403 Forbidden if none) and its code.
-func denial(req *Request, kind, policy, binding, msg string, reason *metav1.StatusReason) error {
+func denial(req *pipeline.Request, kind, policy, binding, msg string, reason *metav1.StatusReason) error {
 	err := fmt.Errorf("%s '%s' with binding '%s' denied request: %s", kind, policy, binding, msg)
 	gr := schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Plural}
 	status := apierrors.NewForbidden(gr, req.Name, err)
@@ -271,22 +272,6 @@ func denial(req *Request, kind, policy, binding, msg string, reason *metav1.Stat
 	return status
 }
 
-// warningsKey is the context key of a request's warning sink.
-type warningsKey struct{}
-
-// WithWarnings is ctx with the sink of the warnings admission gives on a
-// request (for its response's Warning headers).
-func WithWarnings(ctx context.Context, warn func(string)) context.Context {
-	return context.WithValue(ctx, warningsKey{}, warn)
-}
-
-// warn gives a warning to ctx's sink, if it has one.
-func warn(ctx context.Context, msg string) {
-	if f, ok := ctx.Value(warningsKey{}).(func(string)); ok {
-		f(msg)
-	}
-}
-
 // orNil is obj, or an untyped nil for CEL when there is none.
 func orNil(obj map[string]any) any {
 	if obj == nil {
@@ -296,7 +281,7 @@ func orNil(obj map[string]any) any {
 }
 
 // celRequest is the request variable of policy expressions.
-func (req *Request) celRequest() map[string]any {
+func celRequest(req *pipeline.Request) map[string]any {
 	r := map[string]any{
 		"operation": string(req.Operation), "name": req.Name, "namespace": req.Namespace, "subResource": req.Subresource,
 		"kind":     map[string]any{"group": req.Resource.Group, "version": req.Resource.Version, "kind": req.Resource.Kind},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/watchcache/watchcache/pkg/jsontree"
+	"github.com/watchcache/watchcache/pkg/pipeline"
 	admissionv1 "k8s.io/api/admission/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 )
@@ -19,7 +20,7 @@ import (
 const preemptLowerPriority = "PreemptLowerPriority"
 
 // resolvePriority sets a new pod's priority and preemption policy.
-func resolvePriority(ctx context.Context, b *Builtin, req *Request) error {
+func resolvePriority(ctx context.Context, b *Builtin, req *pipeline.Request) error {
 	spec := jsontree.Child(req.Object, "spec")
 	name, _ := spec["priorityClassName"].(string)
 	var class *schedulingv1.PriorityClass
@@ -83,7 +84,7 @@ func globalDefault(classes []schedulingv1.PriorityClass) *schedulingv1.PriorityC
 
 // oneGlobalDefault refuses a PriorityClass marked as the global default
 // while another one is.
-func oneGlobalDefault(ctx context.Context, b *Builtin, req *Request) error {
+func oneGlobalDefault(ctx context.Context, b *Builtin, req *pipeline.Request) error {
 	if req.Object["globalDefault"] != true {
 		return nil
 	}

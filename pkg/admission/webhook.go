@@ -1,6 +1,12 @@
-// Package admission calls the admission webhooks of the stored
-// MutatingWebhookConfigurations and ValidatingWebhookConfigurations on
-// writes, as kube-apiserver does: webhooks matched by their rules,
+// Package admission holds the admission stages of the write pipeline
+// (package pipeline), as kube-apiserver's admission plugins: the built-in
+// plugins that read other objects (builtin.go), MutatingAdmissionPolicy
+// (mutation.go), ValidatingAdmissionPolicy (policy.go) and the admission
+// webhooks; stages.go gives each phase of them as a stage.
+//
+// The webhooks of the stored MutatingWebhookConfigurations and
+// ValidatingWebhookConfigurations are called on writes as kube-apiserver
+// does: webhooks matched by their rules,
 // namespace and object selectors, sent an admission.k8s.io/v1
 // AdmissionReview over HTTPS (URL or service clients, caBundle), bounded
 // by timeoutSeconds, their failurePolicy deciding what a failed call
@@ -8,8 +14,7 @@
 // webhooks may refuse. Configurations are read from the watch cache on
 // each write.
 //
-// Validating and mutating admission policies are evaluated with them
-// (policy.go, mutation.go); webhooks' matchConditions as theirs are
+// Webhooks' matchConditions are compiled as the policies' conditions are
 // (conditions.go). Not here: reinvocation, matchPolicy Equivalent,
 // mutating webhooks on DELETE (validating ones are called),
 // deletecollection and CONNECT.
@@ -29,7 +34,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/watchcache/watchcache/pkg/auth/user"
+	"github.com/watchcache/watchcache/pkg/pipeline"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -43,20 +48,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	kjson "sigs.k8s.io/json"
 )
-
-// Request is one write, as the webhooks are told of it.
-type Request struct {
-	Resource    *resource.Resource
-	Subresource string
-	Operation   admissionv1.Operation // CREATE, UPDATE or DELETE
-	Namespace   string
-	Name        string
-	// Object is the object to be stored (none for a delete); OldObject,
-	// for an update or a delete, the stored one.
-	Object, OldObject map[string]any
-	DryRun            bool
-	User              *user.Info
-}
 
 // Webhooks calls the webhooks of the configurations in Registry's stores.
 type Webhooks struct {
@@ -72,14 +63,10 @@ type Webhooks struct {
 // defaultTimeout is a webhook's timeoutSeconds when it gives none.
 const defaultTimeout = 10 * time.Second
 
-// Mutate applies the MutatingAdmissionPolicies bound to req, then calls
-// the mutating webhooks that match it in order, and returns the object as
-// they changed it.
-func (w *Webhooks) Mutate(ctx context.Context, req *Request) (map[string]any, error) {
-	obj, err := w.mutateByPolicies(ctx, req)
-	if err != nil {
-		return nil, err
-	}
+// mutate calls the mutating webhooks that match req in order, and returns
+// the object as they changed it.
+func (w *Webhooks) mutate(ctx context.Context, req *pipeline.Request) (map[string]any, error) {
+	obj := req.Object
 	var configs []admissionregistrationv1.MutatingWebhookConfiguration
 	if err := w.list(ctx, "mutatingwebhookconfigurations", &configs, req); err != nil || len(configs) == 0 {
 		return obj, err
@@ -108,13 +95,9 @@ func (w *Webhooks) Mutate(ctx context.Context, req *Request) (map[string]any, er
 	return obj, nil
 }
 
-// Validate evaluates the ValidatingAdmissionPolicies bound to req, then
-// calls the validating webhooks that match it (in kube-apiserver at once;
-// here in order), and returns the first refusal.
-func (w *Webhooks) Validate(ctx context.Context, req *Request) error {
-	if err := w.validatePolicies(ctx, req); err != nil {
-		return err
-	}
+// validate calls the validating webhooks that match req (in
+// kube-apiserver at once; here in order), and returns the first refusal.
+func (w *Webhooks) validate(ctx context.Context, req *pipeline.Request) error {
 	var configs []admissionregistrationv1.ValidatingWebhookConfiguration
 	if err := w.list(ctx, "validatingwebhookconfigurations", &configs, req); err != nil {
 		return err
@@ -133,7 +116,7 @@ func (w *Webhooks) Validate(ctx context.Context, req *Request) error {
 
 // list reads the configurations of a resource, in name order; none for
 // writes of the configurations themselves (which webhooks never see).
-func (w *Webhooks) list(ctx context.Context, plural string, out any, req *Request) error {
+func (w *Webhooks) list(ctx context.Context, plural string, out any, req *pipeline.Request) error {
 	if req.Resource.Group == "admissionregistration.k8s.io" {
 		return nil
 	}
@@ -160,7 +143,7 @@ type webhook struct {
 // after its rules and selectors; one that fails to evaluate refuses the
 // request (Forbidden, with the conditions' errors) unless the webhook's
 // failurePolicy is Ignore, which skips it.
-func (w *Webhooks) call(ctx context.Context, h *webhook, req *Request) (*admissionv1.AdmissionResponse, error) {
+func (w *Webhooks) call(ctx context.Context, h *webhook, req *pipeline.Request) (*admissionv1.AdmissionResponse, error) {
 	matched, err := w.matches(ctx, h, req)
 	if err != nil || !matched {
 		return nil, err
@@ -218,7 +201,7 @@ func (h *webhook) failed(err error) error {
 }
 
 // matches says whether h's rules and selectors select req.
-func (w *Webhooks) matches(ctx context.Context, h *webhook, req *Request) (bool, error) {
+func (w *Webhooks) matches(ctx context.Context, h *webhook, req *pipeline.Request) (bool, error) {
 	if !slices.ContainsFunc(h.rules, func(r admissionregistrationv1.RuleWithOperations) bool { return ruleMatches(r, req) }) {
 		return false, nil
 	}
@@ -248,7 +231,7 @@ func isNamespace(res *resource.Resource) bool { return res.Group == "" && res.Pl
 
 // ruleMatches says whether a rule selects req's operation, group, version,
 // resource (and subresource) and scope.
-func ruleMatches(r admissionregistrationv1.RuleWithOperations, req *Request) bool {
+func ruleMatches(r admissionregistrationv1.RuleWithOperations, req *pipeline.Request) bool {
 	anyOf := func(list []string, v string) bool { return slices.Contains(list, "*") || slices.Contains(list, v) }
 	ops := make([]string, len(r.Operations))
 	for i, op := range r.Operations {
@@ -307,7 +290,7 @@ func objectLabels(obj map[string]any) labels.Set {
 }
 
 // send posts the AdmissionReview of req to h and returns its response.
-func (w *Webhooks) send(ctx context.Context, h *webhook, req *Request) (*admissionv1.AdmissionResponse, error) {
+func (w *Webhooks) send(ctx context.Context, h *webhook, req *pipeline.Request) (*admissionv1.AdmissionResponse, error) {
 	if !slices.Contains(h.admissionReviewVersions, "v1") {
 		return nil, fmt.Errorf("webhook does not accept admission.k8s.io/v1 AdmissionReviews (admissionReviewVersions %v)", h.admissionReviewVersions)
 	}
@@ -316,7 +299,7 @@ func (w *Webhooks) send(ctx context.Context, h *webhook, req *Request) (*admissi
 		return nil, err
 	}
 	review := admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: req.review()}
+		Request: review(req)}
 	body, err := json.Marshal(&review)
 	if err != nil {
 		return nil, err
@@ -404,7 +387,7 @@ func (w *Webhooks) client(caBundle []byte) (*http.Client, error) {
 }
 
 // review is req as an AdmissionRequest.
-func (req *Request) review() *admissionv1.AdmissionRequest {
+func review(req *pipeline.Request) *admissionv1.AdmissionRequest {
 	gvk := metav1.GroupVersionKind{Group: req.Resource.Group, Version: req.Resource.Version, Kind: req.Resource.Kind}
 	gvr := metav1.GroupVersionResource{Group: req.Resource.Group, Version: req.Resource.Version, Resource: req.Resource.Plural}
 	raw := func(obj map[string]any) runtime.RawExtension {

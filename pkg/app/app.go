@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/watchcache/watchcache/pkg/admission"
 	"github.com/watchcache/watchcache/pkg/audit"
 	"github.com/watchcache/watchcache/pkg/controller"
 	"github.com/watchcache/watchcache/pkg/conversion"
@@ -32,10 +31,10 @@ import (
 	"github.com/watchcache/watchcache/pkg/encryption"
 	"github.com/watchcache/watchcache/pkg/etcdembed"
 	"github.com/watchcache/watchcache/pkg/health"
+	"github.com/watchcache/watchcache/pkg/httpapi"
 	"github.com/watchcache/watchcache/pkg/leaderelect"
 	"github.com/watchcache/watchcache/pkg/pki"
 	"github.com/watchcache/watchcache/pkg/resource"
-	"github.com/watchcache/watchcache/pkg/server"
 	"github.com/watchcache/watchcache/pkg/storage"
 	"github.com/watchcache/watchcache/pkg/storage/cacher"
 	"github.com/watchcache/watchcache/pkg/storage/etcd3"
@@ -333,7 +332,7 @@ func Start(cfg Config) (_ *App, err error) {
 	crds := &crdcontroller.CRDs{Registry: registry, Log: cfg.Log, StopStore: a.stopStore,
 		NewStore: func(res *resource.Resource) storage.Interface { return a.newStore(cfg, res, storageMetrics, enc) }}
 	crds.Start(ctx)
-	srv := server.New(server.Config{
+	srv := httpapi.New(httpapi.Config{
 		Registry: registry, Log: cfg.Log, MinWatchTimeout: cfg.MinWatchTimeout, Metrics: promRegistry, Profiling: cfg.Profiling,
 		DisableShardedListAndWatch: cfg.DisableShardedListAndWatch,
 		HealthChecks: append(a.etcdChecks(cfg, namespaceStore),
@@ -345,8 +344,7 @@ func Start(cfg Config) (_ *App, err error) {
 				}
 				return nil
 			}}),
-		Actions: sec.actions, AdmitWrite: sec.authz.admitWrite, AfterWrite: sec.authz.afterWrite,
-		Webhooks: &admission.Webhooks{Registry: registry},
+		Actions: sec.actions, Pipeline: writePipeline(registry, sec.authz),
 	})
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.SecurePort)))
 	if err != nil {
@@ -579,7 +577,7 @@ func ensureSystemObjects(ctx context.Context, registry *resource.Registry) error
 		obj           metav1.Object
 	}
 	var objects []systemObject
-	for _, name := range server.SystemNamespaces {
+	for _, name := range httpapi.SystemNamespaces {
 		objects = append(objects, systemObject{"", "namespaces", &corev1.Namespace{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelMetadataName: name}},
@@ -587,7 +585,7 @@ func ensureSystemObjects(ctx context.Context, registry *resource.Registry) error
 			Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceActive},
 		}})
 	}
-	for _, pc := range server.SystemPriorityClasses {
+	for _, pc := range httpapi.SystemPriorityClasses {
 		pc.Generation = 1
 		objects = append(objects, systemObject{"scheduling.k8s.io", "priorityclasses", &pc})
 	}

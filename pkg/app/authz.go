@@ -10,6 +10,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/auth/rbac/bootstrap"
 	"github.com/watchcache/watchcache/pkg/auth/review"
 	"github.com/watchcache/watchcache/pkg/auth/user"
+	"github.com/watchcache/watchcache/pkg/pipeline"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
 )
@@ -71,24 +72,31 @@ func rbacStores(registry *resource.Registry) rbac.Stores {
 		ClusterRoleBindings: of("clusterrolebindings")}
 }
 
-// admitWrite refuses RBAC writes that would grant what the writer does
-// not hold (escalation prevention); it is the server's AdmitWrite.
-func (z *authorization) admitWrite(ctx context.Context, res *resource.Resource, namespace string, obj []byte) error {
-	if z.rbac == nil || res.Group != "rbac.authorization.k8s.io" {
+// rbacEscalation is the write pipeline's stage that refuses RBAC writes
+// that would grant what the writer does not hold (escalation prevention),
+// reading the object as it will be stored.
+type rbacEscalation struct{ z *authorization }
+
+// Validate checks a create or update of an RBAC object.
+func (e rbacEscalation) Validate(ctx context.Context, req *pipeline.Request) error {
+	if e.z.rbac == nil || req.Resource.Group != "rbac.authorization.k8s.io" || req.Stored == nil {
 		return nil
 	}
-	return z.rbac.CheckEscalation(ctx, user.From(ctx), res.Plural, namespace, obj)
+	return e.z.rbac.CheckEscalation(ctx, user.From(ctx), req.Resource.Plural, req.Namespace, req.Stored)
 }
 
-// afterWrite holds an RBAC write's response until the authorizer has the
-// change, so that the next request is authorized with it; it is the
-// server's AfterWrite. A write whose change does not arrive in time (the
+// rbacCatchUp is the write pipeline's stage that holds an RBAC write's
+// response until the authorizer has the change, so that the next request
+// is authorized with it. A write whose change does not arrive in time (the
 // request's context ends) still succeeds.
-func (z *authorization) afterWrite(ctx context.Context, res *resource.Resource, rv uint64) {
-	if z.rbac == nil || res.Group != "rbac.authorization.k8s.io" {
+type rbacCatchUp struct{ z *authorization }
+
+// Committed waits for the authorizer to have revision rv of res.
+func (c rbacCatchUp) Committed(ctx context.Context, res *resource.Resource, rv uint64) {
+	if c.z.rbac == nil || res.Group != "rbac.authorization.k8s.io" {
 		return
 	}
-	z.rbac.WaitFor(ctx, res.Plural, rv)
+	c.z.rbac.WaitFor(ctx, res.Plural, rv)
 }
 
 // ready is the /readyz check: RBAC's index has its initial lists.

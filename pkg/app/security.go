@@ -13,10 +13,10 @@ import (
 	"github.com/watchcache/watchcache/pkg/auth/filters"
 	"github.com/watchcache/watchcache/pkg/auth/review"
 	"github.com/watchcache/watchcache/pkg/auth/user"
+	"github.com/watchcache/watchcache/pkg/httpapi"
 	"github.com/watchcache/watchcache/pkg/limits"
 	"github.com/watchcache/watchcache/pkg/requestinfo"
 	"github.com/watchcache/watchcache/pkg/resource"
-	"github.com/watchcache/watchcache/pkg/server"
 )
 
 // security is the request pipeline's authentication, audit and
@@ -25,7 +25,7 @@ type security struct {
 	authn   *authn.Authenticator
 	authz   *authorization
 	audit   *audit.Log // nil: no audit log
-	actions map[string]server.Action
+	actions map[string]httpapi.Action
 	log     *slog.Logger
 }
 
@@ -46,25 +46,25 @@ func (a *App) startSecurity(ctx context.Context, cfg Config, registry *resource.
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
 	actions := reviewActions(registry, &review.Reviewer{Authorizer: z, Rules: z.rules(), Tokens: authenticator.AuthenticateToken})
-	actions[server.ActionKey(serviceAccounts, "token")] = func(ctx context.Context, req server.ActionRequest) (any, error) {
+	actions[httpapi.ActionKey(serviceAccounts, "token")] = func(ctx context.Context, req httpapi.ActionRequest) (any, error) {
 		return sa.TokenRequest(ctx, req.Namespace, req.Name, req.Body)
 	}
 	return &security{authn: authenticator, authz: z, audit: a.audit, actions: actions, log: cfg.Log}, nil
 }
 
 // reviewActions are the server's answers to the reviews' POSTs.
-func reviewActions(registry *resource.Registry, rv *review.Reviewer) map[string]server.Action {
-	body := func(f func(context.Context, []byte) (any, error)) server.Action {
-		return func(ctx context.Context, req server.ActionRequest) (any, error) { return f(ctx, req.Body) }
+func reviewActions(registry *resource.Registry, rv *review.Reviewer) map[string]httpapi.Action {
+	body := func(f func(context.Context, []byte) (any, error)) httpapi.Action {
+		return func(ctx context.Context, req httpapi.ActionRequest) (any, error) { return f(ctx, req.Body) }
 	}
-	actions := map[string]server.Action{}
-	add := func(group, plural string, a server.Action) {
-		actions[server.ActionKey(registry.Lookup(group, "v1", plural), "")] = a
+	actions := map[string]httpapi.Action{}
+	add := func(group, plural string, a httpapi.Action) {
+		actions[httpapi.ActionKey(registry.Lookup(group, "v1", plural), "")] = a
 	}
 	add("authorization.k8s.io", "selfsubjectaccessreviews", body(rv.SelfSubjectAccessReview))
 	add("authorization.k8s.io", "subjectaccessreviews", body(rv.SubjectAccessReview))
 	add("authorization.k8s.io", "selfsubjectrulesreviews", body(rv.SelfSubjectRulesReview))
-	add("authorization.k8s.io", "localsubjectaccessreviews", func(ctx context.Context, req server.ActionRequest) (any, error) {
+	add("authorization.k8s.io", "localsubjectaccessreviews", func(ctx context.Context, req httpapi.ActionRequest) (any, error) {
 		return rv.LocalSubjectAccessReview(ctx, req.Namespace, req.Body)
 	})
 	add("authentication.k8s.io", "tokenreviews", body(rv.TokenReview))

@@ -1,7 +1,6 @@
-package server
+package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
-	"github.com/watchcache/watchcache/pkg/deletion"
 	"github.com/watchcache/watchcache/pkg/encoding"
 	"github.com/watchcache/watchcache/pkg/storage"
 	"github.com/watchcache/watchcache/pkg/strategy"
@@ -20,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	kjson "sigs.k8s.io/json"
 )
 
 // SystemNamespaces exist from the start and may not be deleted, as in
@@ -64,16 +61,12 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *request, st
 		return
 	}
 	req.dryRun = opts.dryRun
-	if err := s.admitDelete(r.Context(), req, store); err != nil {
-		apistatus.Write(w, err, req.res.Subject(req.name))
-		return
-	}
-	deleted, err := deletion.Delete(r.Context(), req.res, req.writeStore(store), req.key(), opts.pre, opts.deletion, nil)
+	deleted, err := s.pipeline.Delete(r.Context(), req.writeStore(store), req.key(),
+		admissionRequest(r.Context(), req, admissionv1.Delete, req.name, nil, nil), opts.pre, opts.deletion)
 	if err != nil {
 		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
-	s.written(r.Context(), req, deleted)
 	encoding.WriteRaw(w, http.StatusOK, deleted.JSON())
 }
 
@@ -136,30 +129,11 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *r
 		return
 	}
 	req.dryRun = opts.dryRun
-	deleted, err := deletion.DeleteAll(r.Context(), req.res, req.writeStore(store), req.scope(), p.opts, opts.deletion)
+	deleted, err := s.pipeline.DeleteCollection(r.Context(), req.writeStore(store), req.scope(), p.opts,
+		admissionRequest(r.Context(), req, admissionv1.Delete, "", nil, nil), opts.deletion)
 	if err != nil {
 		apistatus.Write(w, err, req.res.Subject(""))
 		return
 	}
-	s.wroteAt(r.Context(), req, deleted.ResourceVersion)
 	encoding.WriteList(w, req.res.ListKind(), req.res.GroupVersion(), deleted)
-}
-
-// admitDelete asks the validating webhooks and admission policies about a
-// delete, with the object's current state (a consistent read: an object
-// created just before must be seen) as oldObject; a missing object is left
-// to the delete's own NotFound.
-func (s *Server) admitDelete(ctx context.Context, req *request, store storage.Interface) error {
-	if s.webhooks == nil {
-		return nil
-	}
-	cur, err := store.Get(ctx, req.key(), storage.GetOptions{})
-	if err != nil {
-		return nil
-	}
-	var old map[string]any
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &old); err != nil {
-		return err
-	}
-	return s.validateByWebhooks(ctx, req, admissionv1.Delete, req.name, nil, old)
 }

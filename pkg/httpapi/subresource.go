@@ -1,4 +1,4 @@
-package server
+package httpapi
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/encoding"
 	"github.com/watchcache/watchcache/pkg/object"
+	"github.com/watchcache/watchcache/pkg/pipeline"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
 	"github.com/watchcache/watchcache/pkg/strategy"
@@ -73,44 +74,43 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *reques
 		apistatus.Write(w, aerr, req.res.Subject(req.name))
 		return
 	}
-	updated, err := store.GuaranteedUpdate(r.Context(), req.key(), nil, func(cur *object.Object) ([]byte, error) {
+	updated, err := s.pipeline.Update(r.Context(), store, req.key(), func(cur *object.Object) (*pipeline.Request, pipeline.Encoder, error) {
 		scaleJSON := body
 		if req.verb == "patch" {
 			current, err := strategy.ScaleOf(req.res, cur.JSON())
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			doc, _ := json.Marshal(current)
 			var aerr *apierrors.StatusError
 			if scaleJSON, aerr = applyPatch(patchType, doc, body, scaleKind); aerr != nil {
-				return nil, aerr
+				return nil, nil, aerr
 			}
 		}
 		var scale autoscalingv1.Scale
 		if err := json.Unmarshal(scaleJSON, &scale); err != nil {
-			return nil, apistatus.BadRequest("the request body is not a Scale: %v", err)
+			return nil, nil, apistatus.BadRequest("the request body is not a Scale: %v", err)
 		}
 		if scale.Spec.Replicas < 0 {
-			return nil, invalid(req.res, req.name, "spec.replicas", "Invalid value: "+jsonString(scale.Spec.Replicas)+": must be greater than or equal to 0")
+			return nil, nil, invalid(req.res, req.name, "spec.replicas", "Invalid value: "+jsonString(scale.Spec.Replicas)+": must be greater than or equal to 0")
 		}
 		if scale.ResourceVersion != "" && scale.ResourceVersion != storage.FormatResourceVersion(cur.ResourceVersion()) {
-			return nil, storage.NewError(storage.ErrConflict, cur.Key(), "the object has been modified; please apply your changes to the latest version and try again")
+			return nil, nil, storage.NewError(storage.ErrConflict, cur.Key(), "the object has been modified; please apply your changes to the latest version and try again")
 		}
 		var obj map[string]any
 		if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &obj); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		strategy.SetReplicas(req.res, obj, scale.Spec.Replicas)
 		// The object's update, as an update of its scale subresource (which
 		// admission rules for the object alone do not select).
-		return s.prepareAdmittedUpdate(r.Context(), obj, &request{verb: "update", res: req.res, namespace: req.namespace, name: req.name,
+		return s.prepareUpdate(r.Context(), obj, &request{verb: "update", res: req.res, namespace: req.namespace, name: req.name,
 			subresource: "scale", dryRun: req.dryRun, manager: req.manager}, cur)
-	}, nil)
+	})
 	if err != nil {
 		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
-	s.written(r.Context(), req, updated)
 	s.writeScale(w, req, updated)
 }
 

@@ -1,4 +1,4 @@
-package server
+package httpapi
 
 import (
 	"bytes"
@@ -47,7 +47,7 @@ const maxListGrowth = 1 << 30
 // resource's size; unstreamed lists exceed it already at the default 64 MB
 // (some 2.5 GiB). Run the issue's case with
 //
-//	WATCHCACHE_LIST_MEMORY_MB=400 go test ./pkg/server -run TestListMemory -v -timeout 30m
+//	WATCHCACHE_LIST_MEMORY_MB=400 go test ./pkg/httpapi -run TestListMemory -v -timeout 30m
 //
 // Under the race detector (whose shadow memory scales with the heap) it
 // is skipped: `go test -race` does not run it.

@@ -1,11 +1,15 @@
-package server
+package httpapi
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
+	"github.com/watchcache/watchcache/pkg/auth/user"
+	"github.com/watchcache/watchcache/pkg/pipeline"
 	"github.com/watchcache/watchcache/pkg/requestinfo"
 	"github.com/watchcache/watchcache/pkg/resource"
+	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -78,3 +82,9 @@ func (s *Server) parseResourcePath(r *http.Request) (*request, *apierrors.Status
 }
 
 func isTrue(v string) bool { return v == "true" || v == "1" }
+
+// admissionRequest is a write as the pipeline's stages see it.
+func admissionRequest(ctx context.Context, req *request, op admissionv1.Operation, name string, obj, old map[string]any) *pipeline.Request {
+	return &pipeline.Request{Resource: req.res, Subresource: req.subresource, Operation: op, Namespace: req.namespace, Name: name,
+		Object: obj, OldObject: old, DryRun: req.dryRun, User: user.From(ctx)}
+}

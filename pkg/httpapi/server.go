@@ -1,10 +1,18 @@
-// Package server serves the Kubernetes REST protocol over storage.Interface:
-// routing, query parsing, object metadata, encoding, Status errors,
-// discovery, OpenAPI, health and metrics. It knows nothing of etcd.
-package server
+// Package httpapi serves the Kubernetes REST protocol over the registry's
+// stores, as kube-apiserver's endpoints/handlers do: it routes /api and
+// /apis (discovery to package discovery, /openapi to package openapi,
+// /healthz and friends to package health), parses a resource request, and
+// answers it with one handler per verb family, one file each: get and list
+// (read.go), watch (watch.go), create (create.go), update (update.go),
+// patch (patch.go), server-side apply (apply.go), delete (delete.go), the
+// status, scale and finalize subresources (subresource.go) and actions
+// (action.go, binding.go). Writes are prepared here (metadata, defaults,
+// the kind's strategy, managedFields) and handed to the write pipeline
+// (package pipeline); the wire format is package encoding's, errors are
+// written by package apistatus. It knows nothing of etcd.
+package httpapi
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -12,13 +20,12 @@ import (
 	"net/http/pprof"
 	"time"
 
-	"github.com/watchcache/watchcache/pkg/admission"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/discovery"
 	"github.com/watchcache/watchcache/pkg/health"
 	"github.com/watchcache/watchcache/pkg/openapi"
-
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/watchcache/watchcache/pkg/pipeline"
 	"github.com/watchcache/watchcache/pkg/resource"
 )
 
@@ -43,19 +50,10 @@ type Config struct {
 	// Actions answer POSTs of create-only resources and action subresources,
 	// by ActionKey.
 	Actions map[string]Action
-	// AdmitWrite, if not nil, is asked before an object is stored by a
-	// create, update or patch, with its final JSON; an error refuses the
-	// write (RBAC's escalation check). The requesting user is in ctx.
-	AdmitWrite func(ctx context.Context, res *resource.Resource, namespace string, obj []byte) error
-	// Webhooks, if not nil, are the admission webhooks: mutating ones are
-	// asked after defaulting, validating ones after validation, on
-	// creates and updates.
-	Webhooks Webhooks
-	// AfterWrite, if not nil, is called when a write has succeeded, before
-	// the response is written, with the write's resourceVersion: the RBAC
-	// authorizer waits there until it has the change, so that a binding
-	// applies as soon as its write returns.
-	AfterWrite func(ctx context.Context, res *resource.Resource, rv uint64)
+	// Pipeline is the write pipeline that creates, updates and deletes
+	// pass through (package pipeline); nil is one of validation and
+	// storage alone.
+	Pipeline *pipeline.Pipeline
 	// DisableShardedListAndWatch turns the ShardedListAndWatch feature gate
 	// off: the shardSelector parameter of lists and watches is ignored, as
 	// by a server that does not know it (lists then carry no
@@ -74,12 +72,7 @@ type Server struct {
 	mux        *http.ServeMux
 	openapi    *openapi.Service
 	actions    map[string]Action
-	admitWrite func(ctx context.Context, res *resource.Resource, namespace string, obj []byte) error
-	webhooks   Webhooks
-	// builtin are kube-apiserver's default admission plugins that read
-	// other objects (always on, as there).
-	builtin    *admission.Builtin
-	afterWrite func(ctx context.Context, res *resource.Resource, rv uint64)
+	pipeline   *pipeline.Pipeline
 	discovery  *discovery.Handler
 	// sharding is the ShardedListAndWatch gate.
 	sharding bool
@@ -94,10 +87,7 @@ func New(cfg Config) *Server {
 		minWatch:   cfg.MinWatchTimeout,
 		mux:        http.NewServeMux(),
 		actions:    maps.Clone(cfg.Actions),
-		admitWrite: cfg.AdmitWrite,
-		webhooks:   cfg.Webhooks,
-		builtin:    &admission.Builtin{Registry: cfg.Registry},
-		afterWrite: cfg.AfterWrite,
+		pipeline:   cfg.Pipeline,
 		discovery:  discovery.New(cfg.Registry),
 		openapi:    openapi.New(cfg.Registry),
 		sharding:   !cfg.DisableShardedListAndWatch,
@@ -110,6 +100,9 @@ func New(cfg Config) *Server {
 	}
 	if bindings := cfg.Registry.Lookup("", "v1", "bindings"); bindings != nil {
 		s.actions[ActionKey(bindings, "")] = s.bind
+	}
+	if s.pipeline == nil {
+		s.pipeline = pipeline.New(pipeline.Stage{Name: "validation", Step: pipeline.Validation}, pipeline.Stage{Name: "storage", Step: pipeline.Storage})
 	}
 	if s.minWatch == 0 {
 		s.minWatch = 30 * time.Minute
@@ -165,7 +158,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *requ
 	if msg := req.res.DeprecationWarning; msg != "" {
 		w.Header().Add("Warning", fmt.Sprintf("299 - %q", msg))
 	}
-	r = r.WithContext(admission.WithWarnings(r.Context(), func(msg string) { w.Header().Add("Warning", fmt.Sprintf("299 - %q", msg)) }))
+	r = r.WithContext(pipeline.WithWarnings(r.Context(), func(msg string) { w.Header().Add("Warning", fmt.Sprintf("299 - %q", msg)) }))
 	if aerr := parseWriteOptions(r, req); aerr != nil {
 		apistatus.Write(w, aerr, req.res.Subject(req.name))
 		return

@@ -1,6 +1,6 @@
 //go:build !race
 
-package server
+package httpapi
 
 // raceEnabled: the tests run under the race detector.
 const raceEnabled = false

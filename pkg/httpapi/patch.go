@@ -1,4 +1,4 @@
-package server
+package httpapi
 
 import (
 	"encoding/json"
@@ -11,7 +11,9 @@ import (
 	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/encoding"
 	"github.com/watchcache/watchcache/pkg/object"
+	"github.com/watchcache/watchcache/pkg/pipeline"
 	"github.com/watchcache/watchcache/pkg/resource"
+	"github.com/watchcache/watchcache/pkg/storage"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -145,7 +147,7 @@ func readPatch(r *http.Request, mt string) (*patchRequest, *apierrors.StatusErro
 	case err != nil:
 		// kube-apiserver decodes the operations as its handlers package's
 		// jsonPatchOp, which its message names.
-		return nil, apistatus.BadRequest("error decoding patch: %s", strings.ReplaceAll(err.Error(), "server.jsonPatchOp", "handlers.jsonPatchOp"))
+		return nil, apistatus.BadRequest("error decoding patch: %s", strings.ReplaceAll(err.Error(), reflect.TypeOf(jsonPatchOp{}).String(), "handlers.jsonPatchOp"))
 	}
 	return p, nil
 }
@@ -216,4 +218,40 @@ func (p *patchRequest) shown(cur *object.Object, res *resource.Resource) string 
 	}
 	patched, _ := applyPatch(p.mediaType, encoded, p.body, res)
 	return string(patched)
+}
+
+func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
+	patchType := encoding.MediaType(r)
+	if patchType == encoding.ApplyPatchType {
+		s.serverSideApply(w, r, req, store)
+		return
+	}
+	if aerr := checkPatchType(patchType, req.res); aerr != nil {
+		apistatus.Write(w, aerr, req.res.Subject(req.name))
+		return
+	}
+	p, aerr := readPatch(r, patchType)
+	if aerr != nil {
+		apistatus.Write(w, aerr, req.res.Subject(req.name))
+		return
+	}
+	// The warnings are those of the attempt that decided the outcome (an
+	// attempt on a stale cached object is redone).
+	var warnings []error
+	updated, err := s.pipeline.Update(r.Context(), store, req.key(), func(cur *object.Object) (*pipeline.Request, pipeline.Encoder, error) {
+		obj, problems, err := p.applyTo(cur, req.res)
+		if err != nil {
+			return nil, nil, err
+		}
+		warnings = problems
+		return s.prepareUpdate(r.Context(), obj, req, cur)
+	})
+	if p.mode == encoding.ValidationWarn {
+		encoding.AddWarnings(w.Header(), warnings)
+	}
+	if err != nil {
+		apistatus.Write(w, err, req.res.Subject(req.name))
+		return
+	}
+	encoding.WriteRaw(w, http.StatusOK, updated.JSON())
 }

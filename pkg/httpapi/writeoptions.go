@@ -1,4 +1,4 @@
-package server
+package httpapi
 
 import (
 	"net/http"
@@ -18,8 +18,8 @@ import (
 // dryRun=All: a write is decoded, defaulted, validated and admitted as
 // usual, against a store that writes nothing (storage.DryRun), and
 // answered with the object as it would have been stored. Nothing is
-// written, so nothing is told to AfterWrite. dryRun is ignored by reads, as
-// by kube-apiserver; actions (reviews, token requests) write nothing and
+// written, so no committed stage of the pipeline is told. dryRun is ignored
+// by reads, as by kube-apiserver; actions (reviews, token requests) write nothing and
 // answer as usual.
 
 // writeOptionsKinds name the options kind whose validation a write's

@@ -1,0 +1,33 @@
+package app
+
+import (
+	"github.com/watchcache/watchcache/pkg/admission"
+	"github.com/watchcache/watchcache/pkg/pipeline"
+	"github.com/watchcache/watchcache/pkg/resource"
+)
+
+// writePipeline is the write pipeline: every stage a create, update or
+// delete passes through after its handler has prepared it (decoded,
+// metadata, defaults, the kind's strategy, managedFields), in order. It is
+// kube-apiserver's order: the mutating admission plugins, then
+// MutatingAdmissionPolicy and the mutating webhooks, then the kind's
+// validation, then the validating plugins, ValidatingAdmissionPolicy and
+// the validating webhooks, then storage. Deletes pass the validating
+// stages only.
+func writePipeline(registry *resource.Registry, authz *authorization) *pipeline.Pipeline {
+	plugins := &admission.Builtin{Registry: registry}
+	webhooks := &admission.Webhooks{Registry: registry}
+	return pipeline.New(
+		pipeline.Stage{Name: "LimitRanger, Priority, DefaultStorageClass, DefaultIngressClass", Step: admission.MutatingPlugins{Builtin: plugins}},
+		pipeline.Stage{Name: "create defaults after the plugins (pod QoS class)", Step: admission.CreateDefaults{}},
+		pipeline.Stage{Name: "MutatingAdmissionPolicy", Step: admission.MutatingPolicies{Webhooks: webhooks}},
+		pipeline.Stage{Name: "MutatingAdmissionWebhook", Step: admission.MutatingWebhooks{Webhooks: webhooks}},
+		pipeline.Stage{Name: "validation", Step: pipeline.Validation},
+		pipeline.Stage{Name: "LimitRanger, Priority (validating)", Step: admission.ValidatingPlugins{Builtin: plugins}},
+		pipeline.Stage{Name: "ValidatingAdmissionPolicy", Step: admission.ValidatingPolicies{Webhooks: webhooks}},
+		pipeline.Stage{Name: "ValidatingAdmissionWebhook", Step: admission.ValidatingWebhooks{Webhooks: webhooks}},
+		pipeline.Stage{Name: "RBAC escalation check", Step: rbacEscalation{authz}},
+		pipeline.Stage{Name: "storage", Step: pipeline.Storage},
+		pipeline.Stage{Name: "RBAC authorizer catches up", Step: rbacCatchUp{authz}},
+	)
+}
