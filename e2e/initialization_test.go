@@ -486,7 +486,8 @@ func TestInitializationHTTP(t *testing.T) {
 
 // TestInitializationStorageTimeout: with --storage-initialization-timeout
 // 1s and the configmaps cache held, /readyz turns 200 after a second (not
-// before) while configmaps still get 429s.
+// before), and WaitInitialized returns then, while configmaps still get
+// 429s.
 func TestInitializationStorageTimeout(t *testing.T) {
 	hook := newInitHook("configmaps")
 	started := time.Now()
@@ -500,6 +501,11 @@ func TestInitializationStorageTimeout(t *testing.T) {
 	}
 	if code != http.StatusOK && (!strings.Contains(body, "watch caches still initializing: ") || !strings.Contains(body, "configmaps")) {
 		t.Errorf("/readyz/watch-cache-initialization: %d %q", code, body)
+	}
+	// WaitInitialized (the command prints how to reach the server once it
+	// returns) waits on the same check: for the timeout, the cache held.
+	if err := a.WaitInitialized(context.Background()); err != nil || time.Since(started) < time.Second {
+		t.Errorf("WaitInitialized returned %v %v after the start, before the 1s timeout", err, time.Since(started))
 	}
 	// The cache stays held, so any 200 is the timeout's doing; how late it
 	// comes on a loaded machine is not what the test is about.

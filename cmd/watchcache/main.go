@@ -151,11 +151,14 @@ func run(cfg app.Config) error {
 	defer stop()
 	a, err := app.Start(cfg)
 	if err != nil {
-		return err
+		return withPortHint(err, cfg)
 	}
-	fmt.Printf("watchcache is serving the Kubernetes API on %s; point kubectl at it with: export KUBECONFIG=%s\n", a.URL, a.Kubeconfig)
 	served := make(chan error, 1)
 	go func() { served <- a.Wait() }()
+	// The line users look for comes last, after the caches' log lines.
+	if a.WaitInitialized(ctx) == nil {
+		fmt.Printf("watchcache is serving the Kubernetes API on %s; point kubectl at it with: export KUBECONFIG=%s\n", a.URL, a.Kubeconfig)
+	}
 	select {
 	case <-ctx.Done():
 		cfg.Log.Info("shutting down")
@@ -164,6 +167,28 @@ func run(cfg app.Config) error {
 		return err
 	}
 	return a.Shutdown()
+}
+
+// withPortHint adds to the error of a start that found a port taken (by
+// another watchcache, or a kube-apiserver or etcd) the flag that moves it.
+func withPortHint(err error, cfg app.Config) error {
+	if !errors.Is(err, syscall.EADDRINUSE) && !strings.Contains(err.Error(), "address already in use") {
+		return err
+	}
+	api := fmt.Sprintf("--secure-port for the API (now %d)", cfg.SecurePort)
+	etcd := fmt.Sprintf("--etcd-client-port for the embedded etcd (now %d)", cfg.EtcdClientPort)
+	var hint string
+	switch {
+	case strings.Contains(err.Error(), fmt.Sprintf(":%d:", cfg.SecurePort)):
+		hint = api
+	case len(cfg.EtcdServers) == 0 && strings.Contains(err.Error(), fmt.Sprintf(":%d:", cfg.EtcdClientPort)):
+		hint = etcd
+	case len(cfg.EtcdServers) == 0:
+		hint = api + ", " + etcd
+	default:
+		hint = api
+	}
+	return fmt.Errorf("%w; a port is in use: choose another with %s, or 0 for any free port", err, hint)
 }
 
 // parseCacheSizes parses --watch-cache-sizes: resource#size, comma-separated.

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/watchcache/watchcache/pkg/app"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -68,5 +73,29 @@ func TestParseBenchFlags(t *testing.T) {
 		if _, _, err := parseBenchFlags(bad); err == nil {
 			t.Errorf("parseBenchFlags(%v) succeeded", bad)
 		}
+	}
+}
+
+// TestWithPortHint: a start that found a port taken names the flag that
+// moves it; other errors are left as they are.
+func TestWithPortHint(t *testing.T) {
+	cfg := app.Config{SecurePort: 6443, EtcdClientPort: 2379}
+	for _, c := range []struct {
+		err  error
+		want string // "": unchanged
+	}{
+		{fmt.Errorf("listen tcp 127.0.0.1:6443: %w", syscall.EADDRINUSE), "--secure-port for the API (now 6443), or 0"},
+		{errors.New("etcdembed: start: listen tcp 127.0.0.1:2379: bind: address already in use"), "--etcd-client-port for the embedded etcd (now 2379), or 0"},
+		{errors.New("listen tcp 127.0.0.1:9999: bind: address already in use"), "--secure-port for the API (now 6443), --etcd-client-port"},
+		{errors.New("--resources: no such file"), ""},
+	} {
+		got := withPortHint(c.err, cfg).Error()
+		if c.want == "" && got != c.err.Error() || c.want != "" && (!strings.HasPrefix(got, c.err.Error()+"; a port is in use: choose another with ") || !strings.Contains(got, c.want)) {
+			t.Errorf("withPortHint(%q) = %q, want it to say %q", c.err, got, c.want)
+		}
+	}
+	cfg.EtcdServers = []string{"https://etcd:2379"}
+	if got := withPortHint(errors.New("listen tcp 127.0.0.1:2379: bind: address already in use"), cfg).Error(); strings.Contains(got, "--etcd-client-port") {
+		t.Errorf("with --etcd-servers there is no embedded etcd to move: %q", got)
 	}
 }

@@ -238,6 +238,9 @@ type App struct {
 	// shuttingDown is set once Shutdown has begun (the shutdown check).
 	shuttingDown  atomic.Bool
 	shutdownDelay time.Duration
+	// initialized is /readyz's watch-cache-initialization check, which
+	// WaitInitialized waits on too.
+	initialized func(context.Context) error
 }
 
 // Start starts everything and returns once the API is served.
@@ -332,11 +335,12 @@ func Start(cfg Config) (_ *App, err error) {
 	crds := &crdcontroller.CRDs{Registry: registry, Log: cfg.Log, StopStore: a.stopStore,
 		NewStore: func(res *resource.Resource) storage.Interface { return a.newStore(cfg, res, storageMetrics, enc) }}
 	crds.Start(ctx)
+	a.initialized = a.cachesInitialized(cfg.StorageInitializationTimeout)
 	srv := httpapi.New(httpapi.Config{
 		Registry: registry, Log: cfg.Log, MinWatchTimeout: cfg.MinWatchTimeout, Metrics: promRegistry, Profiling: cfg.Profiling,
 		DisableShardedListAndWatch: cfg.DisableShardedListAndWatch,
 		HealthChecks: append(a.etcdChecks(cfg, namespaceStore),
-			health.Check{Name: "watch-cache-initialization", ReadyOnly: true, Check: a.cachesInitialized(cfg.StorageInitializationTimeout)},
+			health.Check{Name: "watch-cache-initialization", ReadyOnly: true, Check: a.initialized},
 			health.Check{Name: "rbac", ReadyOnly: true, Check: sec.authz.ready},
 			health.Check{Name: "shutdown", ReadyOnly: true, Check: func(context.Context) error {
 				if a.shuttingDown.Load() {
