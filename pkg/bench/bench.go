@@ -301,7 +301,7 @@ func (b *bench) setup() []string {
 func (b *bench) sharedSetup() []string {
 	return []string{
 		"Three processes besides the benchmark's own (which runs the clients): `watchcache etcd` (the embedded etcd " + b.report.Machine.Etcd +
-			", fsync off, as in TARGETS.md) and two API servers on it, `watchcache " + strings.Join(serverArgs("<etcd>", "<dir>", true), " ") +
+			", fsync off, as in the in-process benchmarks of docs/performance.md) and two API servers on it, `watchcache " + strings.Join(serverArgs("<etcd>", "<dir>", true), " ") +
 			"` and the same with `--watch-cache=false`.",
 		"Clients speak JSON over HTTPS (HTTP/1.1, TLS 1.3, connections kept alive) on loopback with the administrator's certificate of " +
 			"each server's generated kubeconfig, and read every response to the end; in the kubelet-auth scenario, with a kubelet's bearer token " +

@@ -6,7 +6,8 @@ import (
 )
 
 // ErrorCode classifies a storage error. The server maps each code to one
-// Kubernetes Status (DESIGN.md §4); nothing else decides HTTP codes.
+// Kubernetes Status (docs/design.md, "Errors"); nothing else decides HTTP
+// codes.
 type ErrorCode int
 
 const (

@@ -18,9 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 )
 
-// The benchmark workload of TARGETS.md: 50,000 pods of about 2.2 KB JSON
-// on 1,000 nodes in 100 namespaces. Every list is JSON-encoded to a
-// discard writer as part of the operation. Run with
+// The in-process benchmark workload of docs/performance.md ("Go
+// benchmarks"): 50,000 pods of about 2.2 KB JSON on 1,000 nodes in 100
+// namespaces. Every list is JSON-encoded to a discard writer as part of
+// the operation. Run with
 //
 //	go test ./pkg/storage/cacher/ -run '^$' -bench . -benchtime 3s
 //

@@ -28,10 +28,10 @@ type decisionRow struct {
 }
 
 // decisions is the table that decides where gets and lists are served
-// (DESIGN.md §3). The read kind comes from the semantics tables
-// (storage.PlanGet, storage.PlanList), which have already turned
-// resourceVersion × resourceVersionMatch × continue × limit into one of
-// these kinds.
+// (docs/design.md, "Where the cache serves a read"). The read kind comes
+// from the semantics tables (storage.PlanGet, storage.PlanList), which
+// have already turned resourceVersion × resourceVersionMatch × continue ×
+// limit into one of these kinds.
 var decisions = []decisionRow{
 	{storage.ReadConsistent, fromConsistent,
 		"resourceVersion unset must reflect every write acknowledged before the read: once the cache has reached etcd's current revision, its newest snapshot does (KEP-2340); with the feature gate off, etcd"},
