@@ -102,8 +102,8 @@ const (
 	listFromToken
 )
 
-// listRow is one row of the list table of KEP-2340 (seeds/002), in the
-// order it is written there.
+// listRow is one row of the list table of KEP-2340, in the KEP's order
+// (docs/design.md has the table with the tests of each row).
 type listRow struct {
 	rv        rvClass
 	match     metav1.ResourceVersionMatch
@@ -242,8 +242,8 @@ const (
 	watchFromNow
 )
 
-// watchRow is one row of the watch table of KEP-2340 (seeds/002), in the
-// order it is written there. sendInitial is unsetValue, falseValue or setValue (true); anyValue matches all.
+// watchRow is one row of the watch table of KEP-2340, in the KEP's order
+// (docs/design.md has the table with the tests of each row). sendInitial is unsetValue, falseValue or setValue (true); anyValue matches all.
 type watchRow struct {
 	rv          rvClass
 	match       metav1.ResourceVersionMatch

@@ -64,8 +64,8 @@ func fromToken(limit int64) ListPlan {
 // listTableCases has one case per combination of ResourceVersion {unset,
 // "0", "N"} × ResourceVersionMatch {unset, Exact, NotOlderThan} × continue
 // {unset, token} × limit {unset, N}; each name quotes the row of the KEP
-// list table (seeds/002) that covers it, with the combination in brackets
-// where the row covers several.
+// list table (KEP-2340, docs/design.md) that covers it, with the
+// combination in brackets where the row covers several.
 func listTableCases() []listCase {
 	const (
 		rvForbidden       = "resourceVersionMatch is forbidden unless resourceVersion is provided"
@@ -435,7 +435,7 @@ func TestPlanListBeyondTable(t *testing.T) {
 // watchCases has one case per combination of ResourceVersion {unset, "0",
 // "N"} × ResourceVersionMatch {unset, NotOlderThan, Exact} ×
 // sendInitialEvents {unset, false, true}; each name quotes the row of the
-// KEP watch table (seeds/002) that covers it.
+// KEP watch table (KEP-2340, docs/design.md) that covers it.
 type watchCase struct {
 	name    string
 	opts    ListOptions

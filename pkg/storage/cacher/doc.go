@@ -1,6 +1,6 @@
 // Package cacher is the watch cache: a storage.Interface that keeps one
-// resource of etcd in memory and serves gets and lists from it, with the
-// consistency guarantees of reading etcd.
+// resource of etcd in memory and serves gets, lists and watches from it,
+// with the consistency guarantees of reading etcd.
 //
 // # How it works
 //
@@ -55,7 +55,4 @@
 //     except when the watch delivers a revision's events with a pause
 //     between them (the upstream watch cache applies such revisions event
 //     by event too). This server writes one key per transaction.
-//   - Watches are served by etcd (the watch cache's fan-out is part 2),
-//     and consistent reads (resourceVersion unset) are delegated to etcd
-//     until the consistent-read wait of KEP-2340 is built.
 package cacher

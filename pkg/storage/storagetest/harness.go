@@ -1,6 +1,6 @@
 // Package storagetest is the conformance suite of storage.Interface: every
-// row of the list and watch tables of KEP-2340 (seeds/002) and every rule
-// of KEP-365 (limit, continue, 410, token validation), run against any
+// row of the list and watch tables of KEP-2340 (docs/design.md) and every
+// rule of KEP-365 (limit, continue, 410, token validation), run against any
 // implementation with a real embedded etcd behind it.
 //
 // An implementation's test package calls Main from TestMain and Run from a

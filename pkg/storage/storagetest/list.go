@@ -9,8 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The LIST table of KEP-2340 (seeds/002), one row per line, as written
-// there (ResourceVersion | ResourceVersionMatch | Continuation | Limit):
+// The LIST table of KEP-2340, one row per line, as the KEP writes it
+// (ResourceVersion | ResourceVersionMatch | Continuation | Limit; in
+// docs/design.md with the tests of each row):
 //
 //	_unset_ | _unset_        | _unset_           | _unset_       Quorum read request
 //	_unset_ | _unset_        | _unset_           | _N_           Quorum read request

@@ -12,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// KEP-365 (seeds/004): limit and continue, one consistent snapshot across
-// pages, 410 Expired with an "inconsistent continue" token, and defensive
-// checking of continue tokens.
+// KEP-365: limit and continue, one consistent snapshot across pages, 410
+// Expired with an "inconsistent continue" token, and defensive checking of
+// continue tokens.
 
 // getPage reads one page, failing the test on error.
 func (e *env) getPage(what, scope string, opts storage.ListOptions) *storage.List {

@@ -18,9 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// The watch tests: every row of the WATCH table of KEP-2340 (seeds/002),
-// quoted as "ResourceVersion | ResourceVersionMatch | SendInitialEvents",
-// with the WatchList semantics of KEP-3157 for sendInitialEvents=true (the
+// The watch tests: every row of the WATCH table of KEP-2340
+// (docs/design.md), quoted as "ResourceVersion | ResourceVersionMatch |
+// SendInitialEvents", with the WatchList semantics of KEP-3157 for sendInitialEvents=true (the
 // initial state as ADDED events, then a BOOKMARK marked
 // k8s.io/initial-events-end at the state's revision, then the stream);
 // selector transitions; DELETED events; bookmarks; compaction; and how a
@@ -411,7 +411,7 @@ const (
 
 // watchRowCase is one valid row of the watch table.
 type watchRowCase struct {
-	row   string // the row as written in seeds/002
+	row   string // the row as written in KEP-2340
 	name  string
 	rv    string // "", "0", or "N" (a revision of the test's history)
 	match metav1.ResourceVersionMatch
