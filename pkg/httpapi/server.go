@@ -27,6 +27,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/openapi"
 	"github.com/watchcache/watchcache/pkg/pipeline"
 	"github.com/watchcache/watchcache/pkg/resource"
+	"github.com/watchcache/watchcache/pkg/storage"
 )
 
 // Config configures a Server.
@@ -172,24 +173,25 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *requ
 		s.serveAction(w, r, req)
 		return
 	}
-	switch req.verb {
-	case "get":
-		s.get(w, r, req, store)
-	case "list":
-		s.list(w, r, req, store)
-	case "watch":
-		s.watch(w, r, req, store)
-	case "create":
-		s.create(w, r, req, store)
-	case "update":
-		s.update(w, r, req, store)
-	case "patch":
-		s.patch(w, r, req, store)
-	case "delete":
-		s.delete(w, r, req, store)
-	case "deletecollection":
-		s.deleteCollection(w, r, req, store)
+	handle, ok := verbHandlers[req.verb]
+	if !ok {
+		apistatus.Write(w, apistatus.MethodNotAllowed(), req.res.Subject(req.name))
+		return
 	}
+	handle(s, w, r, req, store)
+}
+
+// verbHandlers answer the verbs of a resource's own path (not of its
+// subresources), each in its verb family's file.
+var verbHandlers = map[string]func(s *Server, w http.ResponseWriter, r *http.Request, req *request, store storage.Interface){
+	"get":              (*Server).get,
+	"list":             (*Server).list,
+	"watch":            (*Server).watch,
+	"create":           (*Server).create,
+	"update":           (*Server).update,
+	"patch":            (*Server).patch,
+	"delete":           (*Server).delete,
+	"deletecollection": (*Server).deleteCollection,
 }
 
 // statusRecorder remembers the status code written, for metrics, and
