@@ -1,3 +1,6 @@
+// Flags of authentication, authorization, encryption at rest and audit, named
+// and defaulted as kube-apiserver's, and the repeatable list flag they use.
+
 package main
 
 import (

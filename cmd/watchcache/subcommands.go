@@ -1,3 +1,7 @@
+// The subcommands besides the server: `watchcache etcd` (only the embedded
+// etcd, with etcd's own flags) and `watchcache bench` (the benchmark), and
+// their flag parsers.
+
 package main
 
 import (

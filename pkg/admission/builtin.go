@@ -1,3 +1,8 @@
+// The built-in admission plugins of kube-apiserver 1.37 that this server runs
+// (LimitRanger, Priority, DefaultStorageClass, DefaultIngressClass), their
+// mutating and validating phases, the 403 of a refusal, and the reads of
+// other objects (from the watch cache) that the plugins need.
+
 package admission
 
 import (

@@ -1,3 +1,7 @@
+// Admission webhooks' matchConditions: the CEL environment, their compilation
+// (cached per webhook configuration) and their evaluation on a request, as in
+// k8s.io/apiserver's admission/plugin/webhook/matchconditions.
+
 package admission
 
 import (

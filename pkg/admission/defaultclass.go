@@ -1,3 +1,7 @@
+// The DefaultStorageClass and DefaultIngressClass plugins: a new
+// PersistentVolumeClaim or Ingress that names no class gets the class
+// annotated as the default.
+
 package admission
 
 import (

@@ -1,3 +1,7 @@
+// The LimitRanger plugin: a new pod's containers get the default requests and
+// limits of the namespace's LimitRanges, and a pod beyond their min, max or
+// ratio is refused.
+
 package admission
 
 import (

@@ -1,3 +1,7 @@
+// MutatingAdmissionPolicy: the CEL environment and types of mutations
+// (JSONPatch and ApplyConfiguration), their compilation, and the application
+// of the bound policies that match a request to its object.
+
 package admission
 
 import (

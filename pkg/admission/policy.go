@@ -1,3 +1,7 @@
+// ValidatingAdmissionPolicy: the CEL environment, the compiled policies, the
+// match of a policy and its bindings against a request, the evaluation of
+// its validations, and the denials worded as kube-apiserver words them.
+
 package admission
 
 import (

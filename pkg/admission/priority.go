@@ -1,3 +1,7 @@
+// The Priority plugin: a new pod's priority and preemption policy from its
+// PriorityClass (or the global default), and one global-default
+// PriorityClass at most.
+
 package admission
 
 import (

@@ -1,3 +1,7 @@
+// The admission stages as the write pipeline (package pipeline) calls them:
+// built-in plugins, create defaults, policies and webhooks, each a Mutate or a
+// Validate in kube-apiserver's order.
+
 package admission
 
 import (

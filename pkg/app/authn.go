@@ -1,3 +1,7 @@
+// The request authenticator built from the configuration: client
+// certificates, --token-auth-file, ServiceAccount tokens (the account looked
+// up in the ServiceAccounts' watch cache), anonymous requests.
+
 package app
 
 import (

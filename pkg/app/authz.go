@@ -1,3 +1,7 @@
+// The authorizer of --authorization-mode (RBAC by default, AlwaysAllow,
+// AlwaysDeny), the pipeline's stages that refuse RBAC escalation and wait for
+// RBAC to see a write, and RBAC's /readyz check.
+
 package app
 
 import (

@@ -1,3 +1,6 @@
+// The client of an external etcd, with kube-apiserver's dial and keepalive
+// timings.
+
 package app
 
 import (

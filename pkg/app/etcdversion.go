@@ -1,3 +1,7 @@
+// The etcd version safeguard of consistent reads from the cache (KEP-2340):
+// the versions every endpoint reports and the decision whether to serve
+// consistent reads from the cache.
+
 package app
 
 import (

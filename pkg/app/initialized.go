@@ -1,3 +1,6 @@
+// WaitInitialized: waiting until every watch cache has its initial list, as
+// /readyz's watch-cache-initialization check sees it.
+
 package app
 
 import (

@@ -1,3 +1,6 @@
+// --etcd-servers-overrides: parsing its entries, a client per override, and
+// the client of the etcd cluster that stores a resource.
+
 package app
 
 import (

@@ -1,3 +1,7 @@
+// The write pipeline: the stages a create, update or delete passes, in
+// kube-apiserver's order (built-in plugins, create defaults, admission
+// policies and webhooks, validation, RBAC escalation, storage, RBAC catch-up).
+
 package app
 
 import (

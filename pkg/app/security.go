@@ -1,3 +1,7 @@
+// The request pipeline's security: authentication, audit, authorization and
+// the reviews (TokenReview, SubjectAccessReview...), wrapped around the API
+// as kube-apiserver's filter chain, and the warning when the API is exposed.
+
 package app
 
 import (

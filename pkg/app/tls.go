@@ -1,3 +1,7 @@
+// TLS: the generated certificates under <data-dir>/pki, the serving
+// configuration, the client CAs, the administrator's kubeconfig, and the
+// embedded etcd's TLS.
+
 package app
 
 import (
