@@ -1,3 +1,6 @@
+// The audit event written per request: audit.k8s.io/v1's Event at the
+// Metadata level, its object reference, levels and stages.
+
 package audit
 
 import (

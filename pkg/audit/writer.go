@@ -1,3 +1,7 @@
+// The response writer that records a response's code and the start of a
+// failure's body, for the event's responseStatus; it passes flushes on for
+// watches.
+
 package audit
 
 import (

@@ -1,3 +1,7 @@
+// The garbage collector (kube-controller-manager's garbagecollector): the
+// owner graph fed by informers, deleting objects whose owners are gone, and
+// orphan and foreground deletion of dependents.
+
 package controller
 
 import (

@@ -1,3 +1,8 @@
+// kube-controller-manager's namespace work: an active namespace's default
+// ServiceAccount and kube-root-ca.crt ConfigMap; a terminating namespace's
+// content deleted, its deletion conditions, and the kubernetes finalizer
+// removed once it is empty.
+
 package controller
 
 import (

@@ -1,3 +1,6 @@
+// events.k8s.io/v1 Events stored as core/v1 Events: the conversion between
+// the two shapes on write and read.
+
 package conversion
 
 import (

@@ -1,3 +1,6 @@
+// NopConverter: a custom resource's conversion strategy None, which only
+// rewrites apiVersion between the stored and the served version.
+
 package crd
 
 import (

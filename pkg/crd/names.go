@@ -1,3 +1,7 @@
+// CRD names: the names taken in a group, the names a definition is accepted
+// with and its NamesAccepted and Established conditions, as
+// apiextensions-apiserver's naming controller.
+
 package crd
 
 import (

@@ -1,3 +1,8 @@
+// ServiceAccount tokens, as kube-apiserver's serviceaccount authenticator and
+// token issuer: the signing and verifying keys (--service-account-*), the
+// issue of a token and its verification (signature, issuer, audiences,
+// times, the account still existing).
+
 package authn
 
 import (

@@ -1,3 +1,6 @@
+// --token-auth-file: kube-apiserver's static token CSV file and the lookup of
+// a bearer token's user.
+
 package authn
 
 import (

@@ -1,3 +1,6 @@
+// The serviceaccounts/token subresource: a TokenRequest's defaults,
+// validation and the token issued for it.
+
 package authn
 
 import (

@@ -1,3 +1,7 @@
+// Client certificate authentication (kube-apiserver's x509 authenticator):
+// verifying a chain against the client CAs, with verified chains cached for a
+// while, and the user read from the certificate's subject.
+
 package authn
 
 import (

@@ -1,3 +1,7 @@
+// WithAuthorization: the filter that lets a request through only if the
+// authorizer allows its attributes, otherwise 403, as k8s.io/apiserver's
+// filters.WithAuthorization.
+
 package filters
 
 import (

@@ -1,3 +1,7 @@
+// WithImpersonation: the Impersonate-User, -Group, -Uid and -Extra headers,
+// the authorization checks of the real user (impersonate verb) and the
+// impersonated user kube-apiserver builds.
+
 package filters
 
 import (

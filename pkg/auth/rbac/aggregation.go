@@ -1,3 +1,7 @@
+// The ClusterRole aggregation controller (kube-controller-manager's
+// clusterrole-aggregation): the rules of ClusterRoles selected by an
+// aggregationRule written into the aggregating ClusterRole.
+
 package rbac
 
 import (

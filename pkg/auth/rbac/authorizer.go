@@ -1,3 +1,7 @@
+// The RBAC authorizer: its stores, Start (the reflectors and the aggregation
+// controller), HasSynced, WaitFor a revision, Authorize and RulesFor, as
+// plugin/pkg/auth/authorizer/rbac.
+
 package rbac
 
 import (

@@ -1,3 +1,6 @@
+// Escalation errors' wording: the rules a user lacks, compacted and printed
+// as kube-apiserver's rbac validation does.
+
 package rbac
 
 import (

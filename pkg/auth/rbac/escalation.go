@@ -1,3 +1,7 @@
+// Privilege escalation prevention on RBAC writes (registry/rbac's escalation
+// check): a role's rules or a binding's role must be held by the writer, or
+// the writer has escalate/bind, unless only GC fields change.
+
 package rbac
 
 import (

@@ -1,3 +1,6 @@
+// The authorizer's in-memory index of Roles, RoleBindings, ClusterRoles and
+// ClusterRoleBindings: decoded objects and bindings by subject.
+
 package rbac
 
 import (

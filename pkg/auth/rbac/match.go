@@ -1,3 +1,7 @@
+// Matching one PolicyRule against request attributes: verbs, API groups,
+// resources and subresources, resource names, non-resource URLs, as
+// kube-apiserver's rbac RuleAllows.
+
 package rbac
 
 import (

@@ -1,3 +1,6 @@
+// Keeping the index in step with the stores, as an informer would: a list,
+// then watch events, with the revision applied so far for WaitFor.
+
 package rbac
 
 import (

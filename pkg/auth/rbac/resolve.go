@@ -1,3 +1,7 @@
+// Resolving the rules that apply to a user in a namespace: bindings by
+// subject, their role's rules, and the description of the binding that
+// allowed a request.
+
 package rbac
 
 import (

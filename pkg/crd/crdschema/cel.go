@@ -1,3 +1,7 @@
+// x-kubernetes-validations: the CEL environment, cost limits and program
+// options, the compilation of a schema's rules and their evaluation on an
+// object (with oldSelf for transition rules), as apiextensions-apiserver.
+
 package crdschema
 
 import (

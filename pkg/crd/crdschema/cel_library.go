@@ -1,3 +1,6 @@
+// The Kubernetes CEL libraries of k8s.io/apiserver/pkg/cel/library: URLs, IPs,
+// CIDRs, quantities and named formats, as one cel.Library.
+
 package crdschema
 
 import (

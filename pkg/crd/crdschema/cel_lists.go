@@ -1,3 +1,6 @@
+// The Kubernetes CEL libraries of regular expressions (find, findAll) and of
+// lists (isSorted, sum, min, max, indexOf, lastIndexOf).
+
 package crdschema
 
 import (

@@ -1,3 +1,7 @@
+// The metadata of custom objects and of embedded resources
+// (x-kubernetes-embedded-resource): coerced to ObjectMeta's fields and
+// validated as apiextensions-apiserver does.
+
 package crdschema
 
 import (

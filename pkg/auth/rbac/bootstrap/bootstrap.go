@@ -1,3 +1,6 @@
+// Bootstrap: reconciling the stores with the default RBAC policy at startup,
+// as kube-apiserver's rbac/bootstrap-roles post-start hook, and its logging.
+
 package bootstrap
 
 import (

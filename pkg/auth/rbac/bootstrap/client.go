@@ -1,3 +1,6 @@
+// The store of one RBAC resource's objects as JSON that the reconciliation
+// reads and writes: get, create, update, delete and their Status errors.
+
 package bootstrap
 
 import (

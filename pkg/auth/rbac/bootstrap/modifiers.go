@@ -1,3 +1,7 @@
+// The client interfaces of k8s.io/component-helpers' RBAC reconciliation
+// (RuleOwner, RoleBinding modifiers) for ClusterRoles, Roles,
+// ClusterRoleBindings and RoleBindings over the stores.
+
 package bootstrap
 
 import (
