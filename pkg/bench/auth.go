@@ -1,3 +1,7 @@
+// The kubelet-auth scenario's setup: a token per kubelet in a
+// --token-auth-file, the ClusterRoles and bindings of kubelets and of the
+// nodes scenario, and the kubelet scenario run with bearer tokens and RBAC.
+
 package bench
 
 import (

@@ -1,3 +1,6 @@
+// The SVG charts of a scenario: a chart per group of rows or per charted
+// metric, logarithmic axes, legend, ticks and grid, and their file names.
+
 package bench
 
 import (

@@ -1,3 +1,6 @@
+// The benchmark's HTTPS client of one API server, from a kubeconfig: as
+// another user, on its own connection, requests and their status errors.
+
 package bench
 
 import (

@@ -1,3 +1,7 @@
+// The nodes scenario's cluster: kubelets (Lease, list and watch of their
+// pods, heartbeats), pod churn, reflectors, watch event latency, and the SLO
+// bounds of sig-scalability's api_call_latency.
+
 package bench
 
 import (

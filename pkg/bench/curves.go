@@ -1,3 +1,6 @@
+// The curves scenario: initialization, memory, lists and fan-out measured at
+// growing numbers of pods, and whether the per-pod costs stay linear.
+
 package bench
 
 import (

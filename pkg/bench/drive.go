@@ -1,3 +1,6 @@
+// Driving a workload: closed loops (clients each starting the next operation
+// when the last ends) and open loops (a fixed rate), and their outcome.
+
 package bench
 
 import (

@@ -1,3 +1,6 @@
+// Loading pods straight into etcd in batches, as the server would store them
+// (its defaults added, its keys under /registry), for the large scenarios.
+
 package bench
 
 import (

@@ -1,3 +1,6 @@
+// Loading the shared setup's data through the cache-off server: namespaces,
+// benchdata's pods and the consistent-LIST matrix's collections.
+
 package bench
 
 import (

@@ -1,3 +1,5 @@
+// The description of the machine a report comes from, read from /proc.
+
 package bench
 
 import (

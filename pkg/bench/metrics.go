@@ -1,3 +1,6 @@
+// A row's metrics: latency percentiles, failures, CPU per operation of the
+// server and etcd, memory after GC, and a series scraped from /metrics.
+
 package bench
 
 import (

@@ -1,3 +1,6 @@
+// The objects of the nodes scenario's kubelets: a Node, its status and
+// heartbeat patches, its Lease in kube-node-lease, pods without owners.
+
 package bench
 
 import (

@@ -1,3 +1,6 @@
+// The nodes scenario: a cluster's load on one cache-on server, and its report
+// of each SLI's p99 against its SLO.
+
 package bench
 
 import (

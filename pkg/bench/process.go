@@ -1,3 +1,6 @@
+// The benchmark's child processes (etcd, the two servers): start, wait for
+// serving, failure with the log's end, CPU and RSS from /proc, pause, stop.
+
 package bench
 
 import (

@@ -1,3 +1,5 @@
+// A progress bar for long steps such as loading data.
+
 package bench
 
 import (

@@ -1,3 +1,7 @@
+// The read scenarios: initialization, KEP-2340's consistent-LIST matrix,
+// kubelet, select-nothing and paginated, each against the cache-on and the
+// cache-off server.
+
 package bench
 
 import (

@@ -1,3 +1,6 @@
+// Rendering results: values in their units, advantages, a scenario's table
+// for a terminal, and the Markdown page with its charts written to a directory.
+
 package bench
 
 import (

@@ -1,3 +1,6 @@
+// The report's types: Report, Machine, Scenario, Row, Metric and its units,
+// and a metric's advantage of the cache.
+
 package bench
 
 import "time"

@@ -1,3 +1,6 @@
+// The list of scenarios, their names and help for --scenarios, and which run
+// on the shared setup.
+
 package bench
 
 import (

@@ -1,3 +1,7 @@
+// The shards scenario: KEP-5866's sharded list and watch (4 informers, each a
+// range of uid hashes, against one unsharded informer), and the check that
+// their union is the whole.
+
 package bench
 
 import (

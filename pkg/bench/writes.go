@@ -1,3 +1,7 @@
+// The write scenarios: watch fan-out (watchers of one namespace while writers
+// update it, event latency per watcher) and writes (what the cache costs
+// creates and patches).
+
 package bench
 
 import (
