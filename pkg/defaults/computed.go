@@ -1,3 +1,8 @@
+// The defaults that are computed rather than constant, as kube-apiserver's
+// defaulters and strategies compute them: image pull policy, tolerations,
+// service IPs and ports, requests from limits, a new pod's QoS class, a Job's
+// selector, a CRD's names and stored versions, and others.
+
 package defaults
 
 import (

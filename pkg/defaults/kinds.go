@@ -1,3 +1,7 @@
+// The constant defaults by kind: rule lists for pods, containers, probes,
+// claims, webhooks and the other kinds, the fields set on create, and the
+// fields an update keeps when it lacks them.
+
 package defaults
 
 import "slices"

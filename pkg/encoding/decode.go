@@ -1,3 +1,7 @@
+// Reading a request body: its size limit, media type, JSON or protobuf to
+// JSON, fieldValidation (Strict, Warn, Ignore) and the Warning headers of
+// unknown or duplicate fields, as kube-apiserver's decoders.
+
 package encoding
 
 import (

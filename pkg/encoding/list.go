@@ -1,3 +1,7 @@
+// Writing a list response: streamed from the storage list after its status
+// and header, the encoding of a JSON list kind, and aborting a response the
+// client left.
+
 package encoding
 
 import (

@@ -1,3 +1,6 @@
+// Protobuf request bodies (application/vnd.kubernetes.protobuf) of the
+// built-in kinds, decoded with client-go's scheme and converted to JSON.
+
 package encoding
 
 import (

@@ -1,3 +1,5 @@
+// WriteJSON and WriteRaw: a JSON response of a value or of ready bytes.
+
 package encoding
 
 import (

@@ -1,3 +1,6 @@
+// meta.k8s.io Table output (kubectl get): the Accept header's request for a
+// Table, the columns of built-in and custom resources, and a Table's rows.
+
 package encoding
 
 import (

@@ -1,3 +1,7 @@
+// Encoding watch events for one client: an event's JSON line (shared by all
+// clients of the same encoding), ERROR and BOOKMARK events, and a list's
+// ListMeta with its shardInfo.
+
 package encoding
 
 import (

@@ -1,3 +1,7 @@
+// The transformer of values written to and read from etcd, as
+// k8s.io/apiserver's encryption at rest: the k8s:enc: prefix and the
+// identity, aesgcm, aescbc and secretbox providers.
+
 package encryption
 
 import (

@@ -1,3 +1,6 @@
+// client-go's resourcelock.Interface over the server's own Lease store: the
+// Lease read consistently, created and updated at its resourceVersion.
+
 package leaderelect
 
 import (

@@ -1,3 +1,6 @@
+// A JSON scanner that walks an object's bytes without building a tree,
+// capturing only the values of the paths a schema looks for.
+
 package object
 
 import (

@@ -1,3 +1,6 @@
+// Schema: which fields of a resource's objects are selectable by field
+// selectors, where their values come from, and the paths the scanner captures.
+
 package object
 
 import (

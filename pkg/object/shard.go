@@ -1,3 +1,6 @@
+// ShardHash: the FNV-1a 64-bit hash that places an object in a shard of
+// KEP-5866's shardSelector.
+
 package object
 
 // The 64-bit FNV-1a parameters (the offset basis and the prime).

@@ -1,3 +1,7 @@
+// facts.json: what kube-apiserver's generated OpenAPI knows that reflection
+// cannot (enums, defaults, list and map types), laid over the reflected
+// schemas, and ReflectedSchemas.
+
 package openapi
 
 import (

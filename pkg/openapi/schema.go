@@ -1,3 +1,6 @@
+// Reflecting Go types (k8s.io/api's, with their doc comments) into OpenAPI v3
+// schemas named as kube-apiserver names them.
+
 package openapi
 
 import (

@@ -1,3 +1,6 @@
+// /openapi/v2: the Swagger 2.0 document converted from the v3 documents, in
+// JSON or protobuf as the request accepts.
+
 package openapi
 
 import (

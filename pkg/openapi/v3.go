@@ -1,3 +1,7 @@
+// /openapi/v3: one document per group version, built when first asked and
+// again when the registry changes, with the kinds' schemas, custom
+// resources' schemas and each resource's paths.
+
 package openapi
 
 import (

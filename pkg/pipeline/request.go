@@ -1,3 +1,6 @@
+// Request: one write as the pipeline's stages see it, and the sink of the
+// warnings the stages give (the response's Warning headers).
+
 package pipeline
 
 import (

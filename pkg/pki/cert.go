@@ -1,3 +1,6 @@
+// Key pairs and certificates: P-256 keys, certificates signed by a CA,
+// written as PEM atomically and read back, and CA bundles read into pools.
+
 package pki
 
 import (

@@ -1,3 +1,6 @@
+// WriteAdminKubeconfig: the administrator's kubeconfig with the client
+// certificate and, if asked, the CA.
+
 package pki
 
 import (

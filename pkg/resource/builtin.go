@@ -1,3 +1,6 @@
+// The built-in resources served, fresh on each call: their groups, versions,
+// kinds, scopes, selectable fields, short names and categories.
+
 package resource
 
 import (

@@ -1,3 +1,7 @@
+// Registry: the served resources and their stores, custom resources added
+// and removed, subscribers to changes, lookups by group, version, plural and
+// kind, and the resource whose store holds another's objects.
+
 package resource
 
 import (
