@@ -1,3 +1,7 @@
+// Actions: POSTs that store nothing of their own (reviews, bindings, token
+// requests), their request, their key in Config.Actions, and how they are
+// served.
+
 package httpapi
 
 import (

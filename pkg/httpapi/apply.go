@@ -1,3 +1,7 @@
+// Server-side apply: a PATCH of application/apply-patch+yaml merged by the
+// field manager, creating the object if it does not exist, and the YAML
+// duplicate-field problems of an apply patch.
+
 package httpapi
 
 import (

@@ -1,3 +1,7 @@
+// pods/binding (and the bindings resource): a scheduler's assignment of a pod
+// to a node, its PodScheduled condition, and kube-apiserver's wording of a
+// failed binding.
+
 package httpapi
 
 import (

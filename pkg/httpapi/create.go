@@ -1,3 +1,7 @@
+// POST of a new object: the body read and decoded, generated names (retried
+// when taken), no creates in a terminating namespace or of a terminating
+// CRD's resource, the pipeline's Create, and the 409 of a taken name.
+
 package httpapi
 
 import (

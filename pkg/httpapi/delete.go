@@ -1,3 +1,7 @@
+// DELETE of one object and of a collection: DeleteOptions from the query and
+// body, system objects that may not be deleted (namespaces, PriorityClasses),
+// the pipeline's Delete.
+
 package httpapi
 
 import (

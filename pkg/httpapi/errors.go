@@ -1,3 +1,6 @@
+// The 422 Invalid errors of one field and of an object that failed
+// validation, as kube-apiserver words them.
+
 package httpapi
 
 import (

@@ -1,3 +1,6 @@
+// managedFields on writes other than apply: the field manager of a resource
+// and subresource (k8s.io/apiserver's managedfields) and the object as stored.
+
 package httpapi
 
 import (

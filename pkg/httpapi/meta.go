@@ -1,3 +1,7 @@
+// An object's metadata on writes: apiVersion and kind, namespace and name
+// from the path, naming rules, a new object's uid, creationTimestamp and
+// generated name, and the system fields an update keeps.
+
 package httpapi
 
 import (

@@ -1,3 +1,6 @@
+// The request metrics named as kube-apiserver's (apiserver_request_total,
+// apiserver_request_duration_seconds) and the /metrics handler.
+
 package httpapi
 
 import (

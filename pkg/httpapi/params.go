@@ -1,3 +1,7 @@
+// The query of a list or watch: selectors (field labels checked per
+// resource), resourceVersion and its match, limit, continue, timeouts,
+// sendInitialEvents, shardSelector, and a watch narrowed to one name.
+
 package httpapi
 
 import (

@@ -1,3 +1,7 @@
+// PATCH: JSON patch, merge patch and strategic merge patch (built-in kinds
+// only), read and applied to the current object, kube-apiserver's 422 of a
+// patch that cannot apply, and the pipeline's Update.
+
 package httpapi
 
 import (

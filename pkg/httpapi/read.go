@@ -1,3 +1,6 @@
+// GET of one object and LIST of a collection, from the store (the watch
+// cache), written as JSON or as a Table.
+
 package httpapi
 
 import (

@@ -1,3 +1,6 @@
+// A parsed resource request (resource, namespace, name, subresource) from
+// the request info authorization saw, and the pipeline's Request of a write.
+
 package httpapi
 
 import (

@@ -1,3 +1,6 @@
+// The /status and /scale subresources: get, update and patch of a stored
+// subresource, and the Scale of /scale read from and written to spec.replicas.
+
 package httpapi
 
 import (

@@ -1,3 +1,7 @@
+// PUT of an object: conditional updates of custom resources, the new state
+// prepared against the current one, the object encoded as stored and
+// validated, the pipeline's Update.
+
 package httpapi
 
 import (

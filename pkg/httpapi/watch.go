@@ -1,3 +1,6 @@
+// Watch: a watch request's stream of events, flushed when the watcher has
+// nothing queued, ended by its timeout or the client.
+
 package httpapi
 
 import (

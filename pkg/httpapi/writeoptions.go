@@ -1,3 +1,7 @@
+// The query of a write: CreateOptions, UpdateOptions and PatchOptions
+// (dryRun, fieldManager, force) checked, and the store a write
+// goes to (a dry run's store writes nothing).
+
 package httpapi
 
 import (
