@@ -1,3 +1,6 @@
+// Lists and watches by name: the name a field selector on metadata.name
+// requires, and where in the key space the objects it can select are.
+
 package storage
 
 import "strings"

@@ -1,3 +1,7 @@
+// Continue tokens of paginated lists, in kube-apiserver's layout
+// (k8s.io/apiserver's storage/continue.go): encoding, decoding, and checking
+// a token's start key against the request's scope.
+
 package storage
 
 import (

@@ -1,3 +1,6 @@
+// DecodeWrite: checking and decoding an object about to be written under a
+// key.
+
 package storage
 
 import (

@@ -1,3 +1,6 @@
+// DryRun: a store that checks writes as the real one would (taken keys,
+// preconditions, decoding) and stores nothing, for dryRun=All.
+
 package storage
 
 import (

@@ -1,3 +1,6 @@
+// The storage layer's one error type, its codes (not found, already exists,
+// conflict, too large resourceVersion, expired...), constructors and tests.
+
 package storage
 
 import (

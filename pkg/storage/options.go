@@ -1,3 +1,6 @@
+// The options of Get, GetList and Watch as on the wire, preconditions of
+// updates and deletes, and the check of selectors and scope.
+
 package storage
 
 import (

@@ -1,3 +1,7 @@
+// The resourceVersion contract of KEP-2340 as tables: which state a Get, a
+// List (resourceVersion, resourceVersionMatch, limit, continue) and a Watch
+// must reflect, validated into plans.
+
 package storage
 
 import (

@@ -1,3 +1,5 @@
+// Parsing and formatting resourceVersions (strict decimal).
+
 package storage
 
 import (

@@ -1,3 +1,6 @@
+// ShardSelector (KEP-5866): parsing a shardSelector's shardRange() calls as
+// CEL, their hex bounds, and whether an object's hashed field is in a range.
+
 package storage
 
 import (

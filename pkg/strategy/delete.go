@@ -1,3 +1,8 @@
+// What a delete does to a stored object, as kube-apiserver's
+// BeforeDelete/graceful deletion: finalizers, the garbage collector's
+// orphan and foregroundDeletion finalizers, grace periods of pods on a node,
+// and removal of an updated object whose finalizers are gone.
+
 package strategy
 
 import (

@@ -1,3 +1,6 @@
+// The namespace strategy: the kubernetes finalizer on create, spec.finalizers
+// kept on update, and the kubernetes.io/metadata.name label.
+
 package strategy
 
 import "github.com/watchcache/watchcache/pkg/resource"

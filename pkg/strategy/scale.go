@@ -1,3 +1,6 @@
+// The scale subresource's Scale of a stored object (built-in kinds and
+// custom resources' scale paths) and setting an object's replicas.
+
 package strategy
 
 import (
