@@ -1,3 +1,6 @@
+// Lists by name from a snapshot: an object per namespace under one name,
+// found by skipping through the keys, instead of a walk of the whole scope.
+
 package cacher
 
 import (

@@ -1,3 +1,7 @@
+// Cacher, the storage.Interface in front of etcd (k8s.io/apiserver's
+// cacher.Cacher): its Config, New and Stop, writes passed to etcd, and Get
+// and GetList served from memory or etcd by the decisions table.
+
 package cacher
 
 import (

@@ -1,3 +1,7 @@
+// KEP-2340's inconsistency detector: the cache's newest snapshot compared
+// with etcd's list at the same revision, periodically, and the first
+// difference described.
+
 package cacher
 
 import (

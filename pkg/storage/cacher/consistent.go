@@ -1,3 +1,7 @@
+// Consistent reads from the cache (KEP-2340): etcd's current revision read
+// once for many concurrent requests, then a snapshot waited for at that
+// revision.
+
 package cacher
 
 import (

@@ -1,3 +1,6 @@
+// The table that decides whether a get or a list is served from the cache or
+// from etcd, by the read's kind and the cache's state.
+
 package cacher
 
 import "github.com/watchcache/watchcache/pkg/storage"

@@ -1,3 +1,7 @@
+// Dispatching events to watchers: watchers indexed by name or field value,
+// delivery of a revision's events, the blocking budget and termination of
+// watchers that cannot keep up, and bookmarks.
+
 package cacher
 
 import (

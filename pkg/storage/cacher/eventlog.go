@@ -1,3 +1,6 @@
+// The event log: the recent changes the cache saw, within a time window and
+// a capacity, from which watches start at an older revision.
+
 package cacher
 
 import (

@@ -1,3 +1,6 @@
+// The revision the cache has reached, reads waiting for a revision, and
+// progress notifications asked of etcd while reads wait.
+
 package cacher
 
 import (

@@ -1,3 +1,7 @@
+// The snapshot history: snapshots of recent revisions, for lists at an exact
+// or a minimum resourceVersion, trimmed by window, capacity and etcd's
+// compactions.
+
 package cacher
 
 import (

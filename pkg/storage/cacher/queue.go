@@ -1,3 +1,5 @@
+// A FIFO queue over a slice, for the event log and the snapshot history.
+
 package cacher
 
 // queue is a slice that grows at the back and drops from the front, for the

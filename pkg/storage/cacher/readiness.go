@@ -1,3 +1,6 @@
+// The cache's readiness: when it stopped serving, waiting for it, the
+// Retry-After of refused requests, and what reads do while it is not ready.
+
 package cacher
 
 import (

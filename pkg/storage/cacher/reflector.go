@@ -1,3 +1,7 @@
+// The reflector: the list and watch of etcd that keeps the cache in step
+// (client-go's Reflector in k8s.io/apiserver's cacher), applying events,
+// publishing snapshots, backoff, and trimming after compactions.
+
 package cacher
 
 import (

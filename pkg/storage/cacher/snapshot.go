@@ -1,3 +1,7 @@
+// The cache's store: a B-tree of objects by key with secondary indexes,
+// mutable state for the reflector and immutable snapshots for reads, and
+// pages of a list.
+
 package cacher
 
 import (

@@ -1,3 +1,6 @@
+// Watch: a watch from the cache at a resourceVersion (waited for, or too old:
+// an expired ERROR), with its initial events, and a closed watcher.
+
 package cacher
 
 import (

@@ -1,3 +1,7 @@
+// One watcher: its buffer (sized by the recent event rate), bookmark
+// interval, selectors, the conversion of log events into what it sees, and
+// its initial events.
+
 package cacher
 
 import (
