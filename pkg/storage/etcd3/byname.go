@@ -1,3 +1,6 @@
+// Lists and watches by name against etcd: a list that only one key can
+// answer read as one Get, and the key or prefix a watch by name watches.
+
 package etcd3
 
 import (

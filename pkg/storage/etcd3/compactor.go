@@ -1,3 +1,6 @@
+// Compactor: etcd compaction as kube-apiserver's compactor does it, every
+// interval, coordinated among servers through the compact_rev_key key.
+
 package etcd3
 
 import (

@@ -1,3 +1,5 @@
+// Translating etcd client errors (and context errors) into storage errors.
+
 package etcd3
 
 import (

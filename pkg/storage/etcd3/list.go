@@ -1,3 +1,6 @@
+// GetList from etcd, following storage.PlanList: one key for a list by name,
+// pages with a limit and their continue tokens, and reads without a limit.
+
 package etcd3
 
 import (

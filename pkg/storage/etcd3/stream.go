@@ -1,3 +1,7 @@
+// Lists without a limit read in chunks at one revision: the first chunk,
+// then the rest by etcd's RangeStream RPC where etcd has it or by paged
+// range reads, decoded and filtered chunk by chunk.
+
 package etcd3
 
 import (

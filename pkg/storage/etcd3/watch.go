@@ -1,3 +1,6 @@
+// Watch from etcd, following storage.PlanWatch: the initial list as ADDED
+// events, etcd's events translated through the watch's selectors, Stop.
+
 package etcd3
 
 import (

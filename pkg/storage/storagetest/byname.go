@@ -1,3 +1,6 @@
+// Conformance tests of lists and watches by name (a metadata.name field
+// selector), over namespaced and cluster-scoped resources.
+
 package storagetest
 
 import (

@@ -1,3 +1,6 @@
+// Which conformance test covers which row of KEP-2340's LIST and WATCH tables
+// and which rule of KEP-365.
+
 package storagetest
 
 // Which test covers which row. Subtests are named after the rows (e.g.

@@ -1,3 +1,6 @@
+// Test doubles for stores: a watcher that breaks on a trigger with an
+// injected error, and a Gate that holds callers back.
+
 package storagetest
 
 import (

@@ -1,3 +1,7 @@
+// Conformance tests of KEP-2340's LIST table: each valid row over each scope,
+// rows with a continue token, rows that fail validation, too-large
+// resourceVersions and invalid options.
+
 package storagetest
 
 import (

@@ -1,3 +1,7 @@
+// The tests' oracle (every write by revision and the state at a revision),
+// the pod-like objects and writes that record into it, and assertions on
+// lists, errors and watch events.
+
 package storagetest
 
 import (

@@ -1,3 +1,6 @@
+// Conformance tests of paginated lists (KEP-365): limit and continue,
+// filtered pages, continue-token defences, and expired revisions and tokens.
+
 package storagetest
 
 import (

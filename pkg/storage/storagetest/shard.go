@@ -1,3 +1,6 @@
+// Conformance tests of shard selectors (KEP-5866): sharded lists by uid and
+// by namespace, sharded watches, and the feature gate off.
+
 package storagetest
 
 import (

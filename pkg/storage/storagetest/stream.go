@@ -1,3 +1,6 @@
+// Streamed: stores whose every GetList asks for a streamed (chunked) list,
+// and the conformance test of a list without a limit read in chunks.
+
 package storagetest
 
 import (

@@ -1,3 +1,7 @@
+// Conformance tests of KEP-2340's WATCH table and of watches: selectors,
+// DELETED's last state, bookmarks and RequestProgress, compaction, Stop and
+// context cancellation, with the oracle's expected events.
+
 package storagetest
 
 import (

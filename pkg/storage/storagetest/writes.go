@@ -1,3 +1,7 @@
+// Conformance tests of writes and reads of one object: Create (and
+// concurrent creates), Get by resourceVersion, GuaranteedUpdate, Delete and
+// CurrentResourceVersion.
+
 package storagetest
 
 import (
