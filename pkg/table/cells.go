@@ -1,3 +1,7 @@
+// The kinds of cells a column shows, read from an object's JSON: text,
+// integers, booleans, counts, ratios, ages and dates, containers, selectors,
+// labels, quantities, and cells computed by code, as kubectl prints them.
+
 package table
 
 import (

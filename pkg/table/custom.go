@@ -1,3 +1,6 @@
+// Printer, and the printer of a custom resource's additionalPrinterColumns
+// (JSONPath columns), as apiextensions-apiserver's tableconvertor.
+
 package table
 
 import (

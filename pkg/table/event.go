@@ -1,3 +1,6 @@
+// The cells of Events' rows: first and last seen, count, involved object,
+// source and message, as kube-apiserver's printers compute them.
+
 package table
 
 import (

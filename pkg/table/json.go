@@ -1,3 +1,7 @@
+// Reading cell values from an object's stored JSON without decoding it: a
+// tree of the columns' paths captured in one scan, and raw values read as
+// strings, integers, booleans and times.
+
 package table
 
 import (

@@ -1,3 +1,7 @@
+// The columns of each built-in kind (pkg/printers/internalversion in
+// kubernetes), their descriptions and priorities (-o wide), and the Name and
+// Age table of custom resources.
+
 package table
 
 import (

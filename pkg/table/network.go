@@ -1,3 +1,6 @@
+// The cells of Services, Endpoints, EndpointSlices, Ingresses and
+// IngressClasses: IPs, ports, addresses, hosts and the default class.
+
 package table
 
 import (

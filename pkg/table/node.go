@@ -1,3 +1,6 @@
+// The cells of Nodes' rows: status from conditions, roles, addresses and
+// kernel version.
+
 package table
 
 import (

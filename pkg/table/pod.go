@@ -1,3 +1,7 @@
+// The cells of Pods' rows: Ready, Status and Restarts summarized from
+// container statuses and conditions as kubectl's printer does, IP and
+// readiness gates.
+
 package table
 
 import (

@@ -1,3 +1,6 @@
+// The cells of role bindings' rows: the role granted and the subjects of
+// each kind.
+
 package table
 
 import (

@@ -1,3 +1,7 @@
+// The cells of PersistentVolumes', PersistentVolumeClaims', StorageClasses'
+// and ResourceQuotas' rows: phase, capacity, access modes, claim, class,
+// quota usage.
+
 package table
 
 import (

@@ -1,3 +1,7 @@
+// The cells of workloads' rows: a Deployment's selector, a Job's status,
+// completions and duration, a CronJob's suspend and last schedule, and an
+// object's controller.
+
 package table
 
 import (

@@ -1,3 +1,8 @@
+// The checks validation is built of, with kube-apiserver's error messages:
+// required and enumerated fields, ports, selectors matching templates, cron
+// schedules, immutable fields and the updates allowed to pods, claims,
+// volumes and immutable ConfigMaps and Secrets.
+
 package validation
 
 import (

@@ -1,3 +1,6 @@
+// The validation of a CustomResourceDefinition: kube-apiserver's
+// apiextensions validation and a structural schema for every version.
+
 package validation
 
 import (

@@ -1,3 +1,6 @@
+// The checks of each kind, by group/Kind: pod specs and containers,
+// workloads, Jobs, volumes and claims, network policies and the others.
+
 package validation
 
 import "slices"
