@@ -83,8 +83,8 @@ func TestServerSideApply(t *testing.T) {
 	}
 }
 
-// kubeCreatedPodFields is the managedFields entry kube-apiserver 1.37.2
-// (../shared/reference-apiserver) records for `kubectl create
+// kubeCreatedPodFields is the managedFields entry a kube-apiserver 1.37.2
+// (the reference server) records for `kubectl create
 // --validate=warn` of managedFieldsPod: every field the client's body and
 // the defaults set (the containers' empty resources struct included; the
 // unknown spec.foo not), none of the status the strategy sets, and no "."

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The answers below are kube-apiserver 1.37's to the same requests
-// (../shared/reference-apiserver), the object's identity written as NS,
+// The answers below are those of a kube-apiserver 1.37 (the reference
+// server) to the same requests, the object's identity written as NS,
 // UID, RV, CREATED and TIME (its first managedFields entry's time).
 
 // pvPatch sends a patch of media type mt to path with the query query and
