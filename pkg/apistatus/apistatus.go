@@ -137,15 +137,29 @@ func From(err error, about Subject) *apierrors.StatusError {
 	return e
 }
 
-// Write writes err's Status (From) as the JSON response with its code,
-// and a Retry-After header when the Status has one.
+// StatusEncoder is a ResponseWriter that knows how its client wants a
+// Status encoded: the API's, once it has negotiated the request's Accept
+// header (protobuf, YAML). Other writers' Statuses are JSON.
+type StatusEncoder interface {
+	EncodeStatus(status *metav1.Status) (mediaType string, body []byte)
+}
+
+// Write writes err's Status (From) as the response with its code, and a
+// Retry-After header when the Status has one: as w encodes it if w is a
+// StatusEncoder, JSON otherwise.
 func Write(w http.ResponseWriter, err error, about Subject) {
 	status := &From(err, about).ErrStatus
 	if d := status.Details; d != nil && d.RetryAfterSeconds > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(d.RetryAfterSeconds)))
 	}
-	data, _ := json.Marshal(status) // a Status always encodes
-	w.Header().Set("Content-Type", "application/json")
+	mediaType := "application/json"
+	var data []byte
+	if enc, ok := w.(StatusEncoder); ok {
+		mediaType, data = enc.EncodeStatus(status)
+	} else {
+		data, _ = json.Marshal(status) // a Status always encodes
+	}
+	w.Header().Set("Content-Type", mediaType)
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(int(status.Code))
 	w.Write(data)

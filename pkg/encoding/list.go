@@ -6,11 +6,15 @@ package encoding
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"net/http"
 
 	"github.com/watchcache/watchcache/pkg/object"
+	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // listBufferSize is the write buffer of a streamed list: large enough that
@@ -29,7 +33,7 @@ type ListEncoding struct {
 // ErrClientGone marks a failed write of a response: the client went away.
 var ErrClientGone = errors.New("writing the response failed")
 
-// StreamList writes a list response item by item as the store reads it:
+// streamList writes a JSON list response item by item as the store reads it:
 // the objects' ready bytes are copied into the response, never decoded
 // again, and a list streamed from etcd (storage.List.Rest) is flushed to
 // the client after each chunk, so that whatever the list's size the
@@ -39,13 +43,13 @@ var ErrClientGone = errors.New("writing the response failed")
 //
 // The status (200) and the beginning of the body are written before the
 // rest is read, so a store error after that (a compaction of the list's
-// revision, etcd down) cannot be answered with a Status: StreamList
+// revision, etcd down) cannot be answered with a Status: streamList
 // returns it and the caller must abort the response (AbortResponse) so
 // that the client sees a broken transfer rather than a list that looks
 // complete. A failed write (the client gone) is returned wrapping
 // ErrClientGone; there is nobody left to tell.
-func StreamList(w http.ResponseWriter, list *storage.List, enc ListEncoding) error {
-	w.Header().Set("Content-Type", "application/json")
+func streamList(w http.ResponseWriter, list *storage.List, enc ListEncoding) error {
+	w.Header().Set("Content-Type", JSONType)
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
 	bw := bufio.NewWriterSize(w, listBufferSize)
@@ -95,8 +99,9 @@ func AbortResponse() {
 	panic(http.ErrAbortHandler)
 }
 
-// JSONList is the encoding of a JSON list of kind (e.g. PodList).
-func JSONList(kind, apiVersion string) ListEncoding {
+// jsonList is the encoding of a JSON list of kind (e.g. PodList), its
+// items written by item.
+func jsonList(kind, apiVersion string, item func(bw *bufio.Writer, obj *object.Object)) ListEncoding {
 	return ListEncoding{
 		open: func(bw *bufio.Writer, list *storage.List) {
 			bw.WriteString(`{"kind":`)
@@ -107,12 +112,96 @@ func JSONList(kind, apiVersion string) ListEncoding {
 			bw.Write(appendListMeta(nil, list))
 			bw.WriteString(`,"items":[`)
 		},
-		item:  func(bw *bufio.Writer, obj *object.Object) { obj.WriteJSON(bw) },
+		item:  item,
 		close: "]}\n",
 	}
 }
 
-// WriteList writes a JSON list of kind; see StreamList for its errors.
-func WriteList(w http.ResponseWriter, kind, apiVersion string, list *storage.List) error {
-	return StreamList(w, list, JSONList(kind, apiVersion))
+// WriteList answers with a list of res in format f, streamed as the store
+// reads it (see streamList for the errors returned once the answer has
+// begun). A protobuf list is written once its items' messages are made
+// (its length comes first), a YAML list once it is whole: a failure before
+// that is returned with started false and nothing written, for the caller
+// to answer with its Status.
+func WriteList(w http.ResponseWriter, f Format, res *resource.Resource, list *storage.List) (started bool, err error) {
+	kind, apiVersion := res.ListKind(), res.GroupVersion()
+	if f.Partial != "" {
+		kind, apiVersion = "PartialObjectMetadataList", metav1.GroupName+"/"+f.Partial
+	}
+	switch {
+	case f.Protobuf():
+		return writeProtobufList(w, f, res, list, kind, apiVersion)
+	case f.Table != nil:
+		return true, streamList(w, list, f.Table.TableList(res))
+	case f.Partial != "":
+		var scratch []byte
+		return true, streamList(w, list, jsonList(kind, apiVersion, func(bw *bufio.Writer, obj *object.Object) {
+			scratch = appendPartialJSON(scratch[:0], f.Partial, obj)
+			bw.Write(scratch)
+		}))
+	case f.MediaType == YAMLType:
+		err := writeYAMLList(w, list, jsonList(kind, apiVersion, writeObjectJSON))
+		return err == nil, err
+	}
+	return true, streamList(w, list, jsonList(kind, apiVersion, writeObjectJSON))
+}
+
+// writeObjectJSON writes an item of a JSON list.
+func writeObjectJSON(bw *bufio.Writer, obj *object.Object) { obj.WriteJSON(bw) }
+
+// writeProtobufList answers with a list in protobuf.
+func writeProtobufList(w http.ResponseWriter, f Format, res *resource.Resource, list *storage.List, kind, apiVersion string) (started bool, err error) {
+	item := func(obj *object.Object) ([]byte, error) { return message(res, obj) }
+	if f.Partial != "" {
+		item = partialItemProtobuf
+	}
+	var bw *bufio.Writer
+	err = protobufList(apiVersion, kind, list, item, func(p []byte) error {
+		if bw == nil { // the items are made: the answer begins
+			w.Header().Set("Content-Type", ProtobufType)
+			w.WriteHeader(http.StatusOK)
+			bw = bufio.NewWriterSize(w, listBufferSize)
+		}
+		_, err := bw.Write(p)
+		return err
+	})
+	if bw == nil {
+		return false, err
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		return true, errors.Join(ErrClientGone, err)
+	}
+	return true, nil
+}
+
+// writeYAMLList answers with a list in YAML: the JSON list, converted
+// whole (kube-apiserver's YAML lists are not streamed either).
+func writeYAMLList(w http.ResponseWriter, list *storage.List, enc ListEncoding) error {
+	var buf bytes.Buffer
+	bw := bufio.NewWriter(&buf)
+	enc.open(bw, list)
+	n := 0
+	if err := list.Chunks(func(chunk []*object.Object) error {
+		for _, obj := range chunk {
+			if n > 0 {
+				bw.WriteByte(',')
+			}
+			n++
+			enc.item(bw, obj)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	bw.WriteString(enc.close)
+	bw.Flush()
+	data, err := yaml.JSONToYAML(buf.Bytes())
+	if err != nil {
+		return err
+	}
+	writeBytes(w, http.StatusOK, YAMLType, data)
+	return nil
 }

@@ -5,9 +5,7 @@ package encoding
 
 import (
 	"bufio"
-	"mime"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
 	"github.com/watchcache/watchcache/pkg/table"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TableOptions is a request for meta.k8s.io Table output (kubectl get).
@@ -27,24 +26,14 @@ type TableOptions struct {
 	noHeaders bool
 }
 
-// TableRequest returns the Table options when the Accept header's first
-// media type that this server can produce is a Table; nil otherwise.
-func TableRequest(r *http.Request) *TableOptions {
-	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
-		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-		if err != nil || (mt != "application/json" && mt != "*/*") {
-			continue
-		}
-		if params["as"] != "Table" || params["g"] != "meta.k8s.io" || (params["v"] != "v1" && params["v"] != "v1beta1") {
-			return nil // plain JSON comes first
-		}
-		include := r.URL.Query().Get("includeObject")
-		if include == "" {
-			include = "Metadata"
-		}
-		return &TableOptions{apiVersion: "meta.k8s.io/" + params["v"], includeObject: include}
+// tableOptions are the options of a Table of meta.k8s.io version that r
+// asks for (its includeObject parameter).
+func tableOptions(r *http.Request, version string) *TableOptions {
+	include := r.URL.Query().Get("includeObject")
+	if include == "" {
+		include = "Metadata"
 	}
-	return nil
+	return &TableOptions{apiVersion: metav1.GroupName + "/" + version, includeObject: include}
 }
 
 // AppendTable appends a Table of items with the resource's columns; list,

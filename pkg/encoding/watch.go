@@ -13,6 +13,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // appendListMeta appends a list's ListMeta, with shardInfo when a shard
@@ -48,60 +49,108 @@ func writeJSONString(bw *bufio.Writer, s string) {
 
 // EventEncoder encodes watch events of one resource for one client.
 type EventEncoder struct {
-	res   *resource.Resource
-	table *TableOptions // nil: objects as they are
+	res    *resource.Resource
+	format Format
 	// scratch holds this client's own encodings, reused from event to
 	// event; encodings shared with other watchers are never written into.
 	scratch []byte
 }
 
 // NewEventEncoder returns the encoder of res's watch events for one
-// client: as JSON objects, or as Tables if table is not nil.
-func NewEventEncoder(res *resource.Resource, table *TableOptions) *EventEncoder {
-	return &EventEncoder{res: res, table: table}
+// client, in format f: JSON lines (objects, Tables or partial objects) or
+// protobuf frames.
+func NewEventEncoder(res *resource.Resource, f Format) *EventEncoder {
+	return &EventEncoder{res: res, format: f}
 }
 
-// Line returns one event's JSON line: for an event delivered to many
-// watchers, the encoding they share (encoded once for all); otherwise one
-// in the scratch buffer, valid until the next call.
-func (e *EventEncoder) Line(ev storage.Event) []byte {
-	if ev.Shared != nil && e.table == nil && ev.Object != nil {
-		return ev.Shared.Get(ev.Type, func() []byte { return e.appendEvent(nil, ev) })
+// ContentType is the watch response's Content-Type.
+func (e *EventEncoder) ContentType() string {
+	if e.format.Protobuf() {
+		return ProtobufType + watchStream
 	}
-	e.scratch = e.appendEvent(e.scratch[:0], ev)
-	return e.scratch
+	return JSONType
 }
 
-// appendEvent appends one event's JSON line to buf. An ERROR event carries
+// Line returns one event's encoding (a JSON line or a protobuf frame):
+// for an event delivered to many watchers, the encoding they share
+// (encoded once for all, per media type); otherwise one in the scratch
+// buffer, valid until the next call.
+func (e *EventEncoder) Line(ev storage.Event) ([]byte, error) {
+	if ev.Shared != nil && e.format.Table == nil && e.format.Partial == "" && ev.Object != nil {
+		var err error
+		line := ev.Shared.Get(ev.Type, e.format.MediaType, func() []byte {
+			var data []byte
+			data, err = e.appendEvent(nil, ev)
+			return data
+		})
+		return line, err
+	}
+	var err error
+	e.scratch, err = e.appendEvent(e.scratch[:0], ev)
+	return e.scratch, err
+}
+
+// appendEvent appends one event's encoding to buf. An ERROR event carries
 // the Status of its error.
-func (e *EventEncoder) appendEvent(buf []byte, ev storage.Event) []byte {
+func (e *EventEncoder) appendEvent(buf []byte, ev storage.Event) ([]byte, error) {
+	if e.format.Protobuf() {
+		object, err := e.protobufObject(ev)
+		if err != nil {
+			return nil, err
+		}
+		return watchFrame(buf, ev.Type, object), nil
+	}
 	buf = append(buf, `{"type":"`...)
 	buf = append(buf, ev.Type...)
 	buf = append(buf, `","object":`...)
-	switch ev.Type {
-	case storage.EventBookmark:
+	switch {
+	case ev.Type == storage.EventBookmark:
 		buf = e.appendBookmark(buf, ev)
-	case storage.EventError:
+	case ev.Type == storage.EventError:
 		data, _ := json.Marshal(&apistatus.From(ev.Err, e.res.Subject("")).ErrStatus)
 		buf = append(buf, data...)
+	case e.format.Table != nil:
+		buf = e.format.Table.AppendTable(buf, e.res, []*object.Object{ev.Object}, nil)
+		e.format.Table.noHeaders = true // the first event's are the watch's
+	case e.format.Partial != "":
+		buf = appendPartialJSON(buf, e.format.Partial, ev.Object)
 	default:
-		if e.table != nil {
-			buf = e.table.AppendTable(buf, e.res, []*object.Object{ev.Object}, nil)
-			e.table.noHeaders = true // the first event's are the watch's
-		} else {
-			buf = ev.Object.AppendJSON(buf)
-		}
+		buf = ev.Object.AppendJSON(buf)
 	}
-	return append(buf, "}\n"...)
+	return append(buf, "}\n"...), nil
 }
 
-// appendBookmark appends a BOOKMARK's object: the resource's kind with only
-// metadata.resourceVersion (and the initial-events-end annotation).
+// protobufObject is the enveloped object of a protobuf watch event.
+func (e *EventEncoder) protobufObject(ev storage.Event) ([]byte, error) {
+	switch {
+	case ev.Type == storage.EventError:
+		return StatusProtobuf(&apistatus.From(ev.Err, e.res.Subject("")).ErrStatus), nil
+	case e.format.Partial != "" && ev.Type == storage.EventBookmark:
+		return partialProtobuf(e.format.Partial, bookmarkMeta(ev))
+	case e.format.Partial != "":
+		meta, err := objectMeta(ev.Object)
+		if err != nil {
+			return nil, err
+		}
+		return partialProtobuf(e.format.Partial, meta)
+	case ev.Type == storage.EventBookmark:
+		return bookmarkProtobuf(e.res, ev), nil
+	}
+	return ObjectProtobuf(e.res, ev.Object)
+}
+
+// appendBookmark appends a BOOKMARK's object: the resource's kind (or
+// PartialObjectMetadata) with only metadata.resourceVersion (and the
+// initial-events-end annotation).
 func (e *EventEncoder) appendBookmark(buf []byte, ev storage.Event) []byte {
+	kind, apiVersion := e.res.Kind, e.res.GroupVersion()
+	if e.format.Partial != "" {
+		kind, apiVersion = "PartialObjectMetadata", metav1.GroupName+"/"+e.format.Partial
+	}
 	buf = append(buf, `{"kind":"`...)
-	buf = append(buf, e.res.Kind...)
+	buf = append(buf, kind...)
 	buf = append(buf, `","apiVersion":"`...)
-	buf = append(buf, e.res.GroupVersion()...)
+	buf = append(buf, apiVersion...)
 	buf = append(buf, `","metadata":{"resourceVersion":"`...)
 	buf = strconv.AppendUint(buf, ev.ResourceVersion, 10)
 	buf = append(buf, '"')

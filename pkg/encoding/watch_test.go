@@ -24,17 +24,22 @@ func TestEventLinesKeepSharedEncodings(t *testing.T) {
 		t.Fatal(err)
 	}
 	shared := &storage.SharedEncoding{}
-	first := &EventEncoder{res: pods}
-	second := &EventEncoder{res: pods}
+	jsonFormat, protobufFormat := Format{MediaType: JSONType}, Format{MediaType: ProtobufType}
+	first, second := NewEventEncoder(pods, jsonFormat), NewEventEncoder(pods, jsonFormat)
 	event := storage.Event{Type: storage.EventModified, Object: obj, ResourceVersion: 7, Shared: shared}
 
-	sharedLine := first.Line(event)
+	sharedLine := line(t, first, event)
 	want := append([]byte(nil), sharedLine...)
-	if got := second.Line(event); &got[0] != &sharedLine[0] {
+	if got := line(t, second, event); &got[0] != &sharedLine[0] {
 		t.Fatal("the second watcher encoded the shared event again")
 	}
+	// Protobuf watchers share their own encoding of the event.
+	frame := line(t, NewEventEncoder(pods, protobufFormat), event)
+	if got := line(t, NewEventEncoder(pods, protobufFormat), event); &got[0] != &frame[0] || bytes.Equal(frame, sharedLine) {
+		t.Fatal("protobuf watchers do not share their own encoding of the event")
+	}
 	for _, enc := range []*EventEncoder{first, second} {
-		bookmark := enc.Line(storage.Event{Type: storage.EventBookmark, ResourceVersion: 9})
+		bookmark := line(t, enc, storage.Event{Type: storage.EventBookmark, ResourceVersion: 9})
 		var decoded struct {
 			Type   string          `json:"type"`
 			Object json.RawMessage `json:"object"`
@@ -50,4 +55,14 @@ func TestEventLinesKeepSharedEncodings(t *testing.T) {
 	if err := json.Unmarshal(want, &decoded); err != nil || decoded["type"] != "MODIFIED" {
 		t.Fatalf("shared line %q: %v", want, err)
 	}
+}
+
+// line is enc's encoding of ev.
+func line(t *testing.T, enc *EventEncoder, ev storage.Event) []byte {
+	t.Helper()
+	data, err := enc.Line(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

@@ -73,5 +73,5 @@ func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, req *reques
 		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
-	encoding.WriteJSON(w, http.StatusCreated, out)
+	encoding.WriteValue(w, http.StatusCreated, req.format, out)
 }

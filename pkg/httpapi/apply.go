@@ -118,7 +118,7 @@ func (s *Server) serverSideApply(w http.ResponseWriter, r *http.Request, req *re
 		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
-	encoding.WriteRaw(w, http.StatusOK, updated.JSON())
+	s.writeObject(w, req, http.StatusOK, updated)
 }
 
 // yamlProblems are the duplicate fields of an apply patch that YAML's

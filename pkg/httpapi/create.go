@@ -86,10 +86,12 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req *reque
 			return
 		}
 		if req.dryRun {
-			encoding.WriteRaw(w, http.StatusCreated, created.Stored()) // never stored: no resourceVersion
+			if err := encoding.WriteStored(w, http.StatusCreated, req.format, req.res, created); err != nil { // never stored: no resourceVersion
+				apistatus.Write(w, err, req.res.Subject(name))
+			}
 			return
 		}
-		encoding.WriteRaw(w, http.StatusCreated, created.JSON())
+		s.writeObject(w, req, http.StatusCreated, created)
 		return
 	}
 }

@@ -71,7 +71,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *request, st
 		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
-	encoding.WriteRaw(w, http.StatusOK, deleted.JSON())
+	s.writeObject(w, req, http.StatusOK, deleted)
 }
 
 // deleteOptions is what a delete's DeleteOptions ask.
@@ -139,5 +139,5 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *r
 		apistatus.Write(w, err, req.res.Subject(""))
 		return
 	}
-	encoding.WriteList(w, req.res.ListKind(), req.res.GroupVersion(), deleted)
+	s.writeList(w, req, deleted)
 }

@@ -257,5 +257,5 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request, sto
 		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
-	encoding.WriteRaw(w, http.StatusOK, updated.JSON())
+	s.writeObject(w, req, http.StatusOK, updated)
 }

@@ -19,11 +19,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req *request, store
 		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
-	if t := encoding.TableRequest(r); t != nil {
-		encoding.WriteRaw(w, http.StatusOK, t.AppendTable(nil, req.res, []*object.Object{obj}, &storage.List{ResourceVersion: obj.ResourceVersion()}))
-		return
-	}
-	encoding.WriteRaw(w, http.StatusOK, obj.JSON())
+	s.writeObject(w, req, http.StatusOK, obj)
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
@@ -39,11 +35,28 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req *request, stor
 		apistatus.Write(w, err, req.res.Subject(""))
 		return
 	}
-	enc := encoding.JSONList(req.res.ListKind(), req.res.GroupVersion())
-	if t := encoding.TableRequest(r); t != nil {
-		enc = t.TableList(req.res)
+	s.writeList(w, req, list)
+}
+
+// writeObject answers with obj in the request's format; an object that
+// cannot be encoded so is a 500.
+func (s *Server) writeObject(w http.ResponseWriter, req *request, code int, obj *object.Object) {
+	if err := encoding.WriteObject(w, code, req.format, req.res, obj); err != nil {
+		apistatus.Write(w, err, req.res.Subject(req.name))
 	}
-	if err := encoding.StreamList(w, list, enc); err != nil && !errors.Is(err, encoding.ErrClientGone) {
+}
+
+// writeList answers with a list in the request's format. A failure before
+// the answer began is answered with its Status; one after it aborts the
+// answer (encoding.AbortResponse), so that the client sees a broken
+// transfer, not a list that looks complete.
+func (s *Server) writeList(w http.ResponseWriter, req *request, list *storage.List) {
+	started, err := encoding.WriteList(w, req.format, req.res, list)
+	switch {
+	case err == nil, errors.Is(err, encoding.ErrClientGone):
+	case !started:
+		apistatus.Write(w, err, req.res.Subject(""))
+	default:
 		if s.log != nil {
 			s.log.Warn("list failed after its response began; aborting the response", "resource", req.res.String(), "scope", req.scope(),
 				"resourceVersion", list.ResourceVersion, "err", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/auth/user"
+	"github.com/watchcache/watchcache/pkg/encoding"
 	"github.com/watchcache/watchcache/pkg/pipeline"
 	"github.com/watchcache/watchcache/pkg/requestinfo"
 	"github.com/watchcache/watchcache/pkg/resource"
@@ -33,6 +34,8 @@ type request struct {
 	// applied marks the write of an apply, whose fields the apply
 	// recorded.
 	applied bool
+	// format is the answer's representation, negotiated from Accept.
+	format encoding.Format
 }
 
 // key is the storage key of the named object.

@@ -23,11 +23,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/discovery"
+	"github.com/watchcache/watchcache/pkg/encoding"
 	"github.com/watchcache/watchcache/pkg/health"
 	"github.com/watchcache/watchcache/pkg/openapi"
 	"github.com/watchcache/watchcache/pkg/pipeline"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Config configures a Server.
@@ -143,12 +145,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		s.discovery.ServeHTTP(w, r)
 		return
 	}
+	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK, statusType: encoding.StatusMediaType(r)}
 	req, err := s.parseResourcePath(r)
 	if err != nil {
-		apistatus.Write(w, err, apistatus.Subject{})
+		apistatus.Write(rec, err, apistatus.Subject{})
 		return
 	}
-	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 	start := time.Now()
 	// Deferred: a response aborted midway (abortResponse) is counted too.
 	defer func() { s.metrics.observe(req, rec.code, time.Since(start)) }()
@@ -164,6 +166,12 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *requ
 		apistatus.Write(w, aerr, req.res.Subject(req.name))
 		return
 	}
+	format, err := encoding.Negotiate(r, req.res, targets[req.verb])
+	if err != nil {
+		apistatus.Write(w, err, req.res.Subject(req.name))
+		return
+	}
+	req.format = format
 	store := req.writeStore(s.registry.Store(req.res))
 	if hasStoredSubresource(req.res, req.subresource) {
 		s.serveStoredSubresource(w, r, req, store)
@@ -194,11 +202,23 @@ var verbHandlers = map[string]func(s *Server, w http.ResponseWriter, r *http.Req
 	"deletecollection": (*Server).deleteCollection,
 }
 
-// statusRecorder remembers the status code written, for metrics, and
-// passes flushes through (watches flush per event).
+// targets are what each verb answers with, for negotiation.
+var targets = map[string]encoding.Target{"list": encoding.List, "deletecollection": encoding.List, "watch": encoding.Watch}
+
+// statusRecorder remembers the status code written, for metrics, passes
+// flushes through (watches flush per event), and encodes Status errors as
+// the request's Accept header asks (apistatus.StatusEncoder).
 type statusRecorder struct {
 	http.ResponseWriter
 	code int
+	// statusType is the media type of Status errors
+	// (encoding.StatusMediaType).
+	statusType string
+}
+
+// EncodeStatus encodes a Status error in the request's media type.
+func (r *statusRecorder) EncodeStatus(status *metav1.Status) (string, []byte) {
+	return encoding.EncodeStatus(r.statusType, status)
 }
 
 func (r *statusRecorder) WriteHeader(code int) {

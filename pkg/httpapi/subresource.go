@@ -124,7 +124,7 @@ func (s *Server) writeScale(w http.ResponseWriter, req *request, obj *object.Obj
 		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
-	encoding.WriteJSON(w, http.StatusOK, scale)
+	encoding.WriteValue(w, http.StatusOK, req.format, scale)
 }
 
 func jsonString(v any) string {

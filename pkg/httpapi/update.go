@@ -49,7 +49,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *request, st
 		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
 	}
-	encoding.WriteRaw(w, http.StatusOK, updated.JSON())
+	s.writeObject(w, req, http.StatusOK, updated)
 }
 
 // checkConditionalUpdate refuses a custom resource's update (PUT) without

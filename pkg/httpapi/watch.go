@@ -41,15 +41,15 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *request, sto
 		return
 	}
 	defer watcher.Stop()
+	enc := encoding.NewEventEncoder(req.res, req.format)
 	flusher, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", enc.ContentType())
 	w.WriteHeader(http.StatusOK)
 	if flusher != nil {
 		flusher.Flush()
 	}
 	s.metrics.watchers.WithLabelValues(req.res.Group, req.res.Plural).Inc()
 	defer s.metrics.watchers.WithLabelValues(req.res.Group, req.res.Plural).Dec()
-	enc := encoding.NewEventEncoder(req.res, encoding.TableRequest(r))
 	events := watcher.ResultChan()
 	for {
 		select {
@@ -57,7 +57,17 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *request, sto
 			if !ok {
 				return
 			}
-			if _, err := w.Write(enc.Line(ev)); err != nil {
+			line, err := enc.Line(ev)
+			if err != nil {
+				// An object that does not encode: the stream cannot go
+				// on without it; the client re-watches from its last
+				// event and meets it again in a list's answer.
+				if s.log != nil {
+					s.log.Error("watch event failed to encode; ending the watch", "resource", req.res.String(), "err", err)
+				}
+				return
+			}
+			if _, err := w.Write(line); err != nil {
 				return // the client went away
 			}
 			if ev.Type == storage.EventError {

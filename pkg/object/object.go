@@ -9,11 +9,11 @@ package object
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"sort"
 	"strconv"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -28,7 +28,7 @@ import (
 // The record is 128 bytes, exactly an allocation size class: a field added
 // to it costs 16 bytes per object (the next class is 144). That is why the
 // comma after the inserted resourceVersion is derived (comma) rather than
-// stored.
+// stored, and the stored JSON is held as a string.
 type Object struct {
 	// key locates the object within its resource: "namespace/name" or, for
 	// cluster-scoped resources, "name".
@@ -45,7 +45,13 @@ type Object struct {
 	// metadata.namespace and metadata.uid.
 	fields fieldValues
 	labels Labels
-	stored []byte
+	// stored is the stored JSON, held as a string (16 bytes, not a slice's
+	// 24) so that the record has room for encoded within its size class.
+	stored string
+	// encoded is the object's encoding other than JSON (protobuf), made by
+	// the first request that needs it and kept for every later one (see
+	// Encoded).
+	encoded atomic.Pointer[[]byte]
 	// rvAt is where the resourceVersion member goes (see comma).
 	rvAt int32
 	// metaEnd is the offset just after metadata's '}' in stored.
@@ -89,7 +95,7 @@ func (o *Object) Fields() *fieldValues { return &o.fields }
 // comma reports whether the inserted resourceVersion member needs a comma
 // after it: metadata has other members. The stored JSON is compact in
 // practice, so this looks at one byte.
-func (o *Object) comma() bool { return firstNonSpace(o.stored[o.rvAt:]) != '}' }
+func (o *Object) comma() bool { return firstNonSpace(o.Stored()[o.rvAt:]) != '}' }
 
 // rvMember formats the inserted `"resourceVersion":"N"` member (and its
 // comma) into buf.
@@ -115,7 +121,7 @@ func (o *Object) AppendJSON(buf []byte) []byte {
 // WriteJSON writes the object as served to clients, with
 // metadata.resourceVersion, into a buffered writer without allocating.
 func (o *Object) WriteJSON(w *bufio.Writer) error {
-	w.Write(o.stored[:o.rvAt])
+	w.WriteString(o.stored[:o.rvAt])
 	w.WriteString(`"resourceVersion":"`)
 	w.Write(strconv.AppendUint(w.AvailableBuffer(), o.rv, 10))
 	if o.comma() {
@@ -123,7 +129,7 @@ func (o *Object) WriteJSON(w *bufio.Writer) error {
 	} else {
 		w.WriteByte('"')
 	}
-	_, err := w.Write(o.stored[o.rvAt:])
+	_, err := w.WriteString(o.stored[o.rvAt:])
 	return err
 }
 
@@ -147,23 +153,51 @@ func (o *Object) AppendMetadata(buf []byte) []byte {
 
 // Stored is the object as stored in etcd: JSON without
 // metadata.resourceVersion. Shared: do not modify.
-func (o *Object) Stored() []byte { return o.stored }
+func (o *Object) Stored() []byte { return unsafe.Slice(unsafe.StringData(o.stored), len(o.stored)) }
 
 // StoredEqual reports whether other's stored form equals this object's.
-func (o *Object) StoredEqual(other *Object) bool { return bytes.Equal(o.stored, other.stored) }
+func (o *Object) StoredEqual(other *Object) bool { return o.stored == other.stored }
 
 // WithResourceVersion returns a copy of the object at another
 // resourceVersion (used for a deletion, which carries the last state at the
-// deletion's revision). The copy shares the stored bytes.
+// deletion's revision). The copy shares the stored bytes, not the encoding
+// (which holds the resourceVersion).
 func (o *Object) WithResourceVersion(rv uint64) *Object {
-	cp := *o
-	cp.rv = rv
-	return &cp
+	cp := &Object{key: o.key, rv: rv, uidHash: o.uidHash, namespaceHash: o.namespaceHash, fields: o.fields, labels: o.labels,
+		stored: o.stored, rvAt: o.rvAt, metaEnd: o.metaEnd}
+	return cp
+}
+
+// Encoded returns the object's encoding as served (with its
+// resourceVersion) in the one other encoding a server speaks besides JSON
+// (protobuf): made by encode on first use and kept with the record, so
+// that every list and watch that serves the object shares it. Two first
+// uses at once may both encode; one result is kept. The result is shared:
+// do not modify it.
+func (o *Object) Encoded(encode func() ([]byte, error)) ([]byte, error) {
+	if p := o.encoded.Load(); p != nil {
+		return *p, nil
+	}
+	data, err := encode()
+	if err != nil {
+		return nil, err
+	}
+	o.encoded.CompareAndSwap(nil, &data)
+	return *o.encoded.Load(), nil
+}
+
+// EncodedSize is the length of the kept encoding (0 if none was made),
+// for memory accounting.
+func (o *Object) EncodedSize() int {
+	if p := o.encoded.Load(); p != nil {
+		return len(*p)
+	}
+	return 0
 }
 
 // Size is the number of bytes the record holds beyond its fixed header,
 // for memory accounting.
-func (o *Object) Size() int { return len(o.stored) }
+func (o *Object) Size() int { return len(o.stored) + o.EncodedSize() }
 
 // String names the object for logs and test failures.
 func (o *Object) String() string { return fmt.Sprintf("%s@%d", o.key, o.rv) }
@@ -209,7 +243,7 @@ func Decode(schema *Schema, key string, data []byte, rv uint64) (obj *Object, cl
 	obj = &Object{
 		key:     key,
 		rv:      rv,
-		stored:  stored,
+		stored:  unsafe.String(unsafe.SliceData(stored), len(stored)),
 		rvAt:    int32(d.metaOpen + 1),
 		metaEnd: int32(d.metaClose - cut),
 	}

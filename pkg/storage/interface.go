@@ -181,25 +181,32 @@ type Event struct {
 
 // SharedEncoding holds the encodings of one event, one per event type (a
 // watcher may see an update as ADDED, MODIFIED or DELETED, depending on its
-// selectors).
+// selectors) and media type (JSON, protobuf).
 type SharedEncoding struct {
 	mu      sync.Mutex
-	encoded map[EventType][]byte
+	encoded map[sharedKey][]byte
 }
 
-// Get returns the encoding of the event as type t, calling encode the
-// first time. The result is shared: do not modify it.
-func (s *SharedEncoding) Get(t EventType, encode func() []byte) []byte {
+// sharedKey names one encoding of an event.
+type sharedKey struct {
+	t         EventType
+	mediaType string
+}
+
+// Get returns the encoding of the event as type t in mediaType, calling
+// encode the first time. The result is shared: do not modify it.
+func (s *SharedEncoding) Get(t EventType, mediaType string, encode func() []byte) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if data, ok := s.encoded[t]; ok {
+	key := sharedKey{t, mediaType}
+	if data, ok := s.encoded[key]; ok {
 		return data
 	}
 	if s.encoded == nil {
-		s.encoded = make(map[EventType][]byte, 1)
+		s.encoded = make(map[sharedKey][]byte, 1)
 	}
 	data := encode()
-	s.encoded[t] = data
+	s.encoded[key] = data
 	return data
 }
 
