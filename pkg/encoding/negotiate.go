@@ -20,6 +20,9 @@ const (
 	watchStream = ";stream=watch"
 )
 
+// cborType is CBOR (KEP-4222), which is not served.
+const cborType = "application/cbor"
+
 // acceptedTypes is the list kube-apiserver names in its 406 answers.
 const acceptedTypes = "application/json, application/yaml, application/vnd.kubernetes.protobuf"
 
@@ -69,6 +72,10 @@ func Negotiate(r *http.Request, res *resource.Resource, target Target) (Format, 
 	for _, clause := range goautoneg.ParseAccept(header) {
 		mediaType, ok := offered(clause)
 		if !ok {
+			// CBOR is known to kube-apiserver 1.37 but off by default
+			// (feature gate CBORServingAndStorage): it is refused as a
+			// type known but not produced here.
+			known = known || clause.Type+"/"+clause.SubType == cborType
 			continue
 		}
 		known = true
