@@ -301,12 +301,33 @@ func bookmarkMeta(ev storage.Event) *metav1.ObjectMeta {
 	return meta
 }
 
+// bookmarkBodies are the fields kube-apiserver's BOOKMARK objects of some
+// kinds carry besides metadata: what converting its empty internal object
+// to the served version sets (a nil replica count becomes 0, a DaemonSet
+// gets its template generation annotation). Recorded from kube-apiserver
+// 1.37's watches (testdata/protobuf).
+var bookmarkBodies = map[string]string{
+	"apps/Deployment":  `{"spec":{"replicas":0}}`,
+	"apps/ReplicaSet":  `{"spec":{"replicas":0}}`,
+	"apps/StatefulSet": `{"spec":{"replicas":0}}`,
+	"apps/DaemonSet":   `{"metadata":{"annotations":{"deprecated.daemonset.template.generation":"0"}}}`,
+}
+
 // bookmarkProtobuf is a BOOKMARK's object: res's kind with only
-// metadata.resourceVersion (and the initial-events-end annotation).
+// metadata.resourceVersion (and the initial-events-end annotation), and
+// the fields of bookmarkBodies.
 func bookmarkProtobuf(res *resource.Resource, ev storage.Event) []byte {
 	t, _ := protobufType(res)
 	typed := reflect.New(t).Interface()
-	reflect.ValueOf(typed).Elem().FieldByName("ObjectMeta").Set(reflect.ValueOf(*bookmarkMeta(ev)))
+	if body, ok := bookmarkBodies[res.Group+"/"+res.Kind]; ok {
+		json.Unmarshal([]byte(body), typed) // data above: it decodes
+	}
+	meta := reflect.ValueOf(typed).Elem().FieldByName("ObjectMeta").Addr().Interface().(*metav1.ObjectMeta)
+	bookmark := bookmarkMeta(ev)
+	meta.ResourceVersion = bookmark.ResourceVersion
+	for k, v := range bookmark.Annotations {
+		metav1.SetMetaDataAnnotation(meta, k, v)
+	}
 	raw, _ := marshal(typed.(protobufMarshaler))
 	return envelope(res.GroupVersion(), res.Kind, raw)
 }
