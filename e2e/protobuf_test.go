@@ -132,11 +132,8 @@ func (r *pbRecorder) check(t *testing.T) {
 			problems = append(problems, fmt.Sprintf("the client sent Accept %q (a bug of the test)", ex.accept))
 		}
 		want := r.want
-		if ex.watch && ex.code == http.StatusOK {
-			want += ";stream=watch"
-			if r.want == "application/json" {
-				want = "application/json" // kube-apiserver's JSON watches
-			}
+		if ex.watch && ex.code == http.StatusOK && r.want == pbType {
+			want = pbWatchType
 		}
 		if ex.contentType != want {
 			problems = append(problems, fmt.Sprintf("Content-Type %q, want %q", ex.contentType, want))
