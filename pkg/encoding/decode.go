@@ -47,9 +47,9 @@ func MediaType(r *http.Request) string {
 	return mt
 }
 
-// ReadJSONBody reads an object body of the given kind as JSON: JSON as
+// ReadJSONBody reads an object body of kind group/kind as JSON: JSON as
 // is, protobuf (built-in kinds only) converted; other media types are 415.
-func ReadJSONBody(r *http.Request, kind string, builtin bool) ([]byte, *apierrors.StatusError) {
+func ReadJSONBody(r *http.Request, group, kind string, builtin bool) ([]byte, *apierrors.StatusError) {
 	mt := MediaType(r)
 	if mt != "application/json" && mt != "" && (mt != ProtobufType || !builtin) {
 		accepted := "application/json"
@@ -63,7 +63,7 @@ func ReadJSONBody(r *http.Request, kind string, builtin bool) ([]byte, *apierror
 	if aerr != nil || mt != ProtobufType {
 		return body, aerr
 	}
-	return protobufToJSON(body, kind)
+	return protobufToJSON(body, group, kind)
 }
 
 // CannotHandle is kube-apiserver's 400 for a body its decoder refuses: the

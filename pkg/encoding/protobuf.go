@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/object"
@@ -76,14 +77,23 @@ func protobufType(res *resource.Resource) (reflect.Type, bool) {
 	return t, ok
 }
 
-// protobufToJSON converts a protobuf body into JSON, checking its kind.
-func protobufToJSON(data []byte, kind string) ([]byte, *apierrors.StatusError) {
+// protobufToJSON converts a protobuf body into JSON, checking that it is
+// of kind group/kind.
+func protobufToJSON(data []byte, group, kind string) ([]byte, *apierrors.StatusError) {
 	obj, gvk, err := ProtobufDecoder.Decode(data, nil, nil)
 	if err != nil {
 		return nil, apistatus.BadRequest("the protobuf request body cannot be decoded: %v", err)
 	}
-	if gvk.Kind != kind {
-		return nil, apistatus.BadRequest("the kind of the object (%s) does not match the kind of the request (%s)", gvk.Kind, kind)
+	if gvk.Group != group || gvk.Kind != kind {
+		// kube-apiserver converts the body to its internal type of the
+		// request's kind, named by its group's package ("core" for the
+		// core group), and says that the conversion is unknown.
+		internal, _, _ := strings.Cut(group, ".")
+		if internal == "" {
+			internal = "core"
+		}
+		return nil, CannotHandle(gvk.Kind, gvk.Version, kind, fmt.Errorf("converting (%s) to (%s.%s): unknown conversion",
+			strings.TrimPrefix(reflect.TypeOf(obj).String(), "*"), internal, kind))
 	}
 	out, err := json.Marshal(obj)
 	if err != nil {

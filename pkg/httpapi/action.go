@@ -53,11 +53,11 @@ func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, req *reques
 	// typed is the served resource of the body's kind, if there is one
 	// (bindings for pods/binding; none for a TokenRequest): the body is
 	// checked against its type as fieldValidation says.
-	kind, typed := req.res.Kind, req.res
+	group, kind, typed := req.res.Group, req.res.Kind, req.res
 	if sub := req.res.Subresource(req.subresource); sub != nil {
-		kind, typed = sub.Kind, s.registry.ByKind(sub.Group, sub.Kind)
+		group, kind, typed = sub.Group, sub.Kind, s.registry.ByKind(sub.Group, sub.Kind)
 	}
-	body, aerr := encoding.ReadJSONBody(r, kind, true) // every action's kind is built in
+	body, aerr := encoding.ReadJSONBody(r, group, kind, true) // every action's kind is built in
 	if aerr == nil && typed != nil {
 		var mode encoding.FieldValidation
 		if mode, aerr = encoding.ParseFieldValidation(r); aerr == nil {

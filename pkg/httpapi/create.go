@@ -163,7 +163,7 @@ func readObjectBody(r *http.Request, res *resource.Resource) ([]byte, encoding.F
 	if aerr != nil {
 		return nil, "", aerr
 	}
-	body, aerr := encoding.ReadJSONBody(r, res.Kind, res.StrategicMergeType != nil)
+	body, aerr := encoding.ReadJSONBody(r, res.Group, res.Kind, res.StrategicMergeType != nil)
 	return body, mode, aerr
 }
 

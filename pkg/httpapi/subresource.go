@@ -71,7 +71,7 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *reques
 	if req.verb == "patch" {
 		body, aerr = encoding.ReadBody(r)
 	} else {
-		body, aerr = encoding.ReadJSONBody(r, "Scale", true)
+		body, aerr = encoding.ReadJSONBody(r, "autoscaling", "Scale", true)
 	}
 	if aerr != nil {
 		apistatus.Write(w, aerr, req.res.Subject(req.name))
