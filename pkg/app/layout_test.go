@@ -28,7 +28,8 @@ var layers = []struct {
 	{"filters", []string{"pkg/auth/authorizer", "pkg/auth/authn", "pkg/auth/filters", "pkg/auth/rbac", "pkg/auth/rbac/bootstrap",
 		"pkg/auth/review", "pkg/audit", "pkg/limits"}},
 	{"controllers", []string{"pkg/controller", "pkg/crd/crdcontroller"}},
-	{"assembly", []string{"pkg/app", "pkg/testenv", "pkg/bench", "cmd/watchcache", "e2e", "e2e/internal/reconcilertest", "test/ha"}},
+	{"assembly", []string{"pkg/app", "pkg/testenv", "pkg/bench", "cmd/watchcache", "e2e", "e2e/internal/reconcilertest", "test/ha",
+		"pkg/encoding/internal/recordprotobuf"}},
 }
 
 const module = "github.com/watchcache/watchcache/"
