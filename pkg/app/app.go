@@ -227,7 +227,9 @@ type App struct {
 	// builtinCaches are the caches /readyz waits for at start.
 	builtinCaches []*cacher.Cacher
 	etcd          *etcdembed.Server
-	etcdLog       *zap.Logger
+	// etcdTLS is the client TLS of an external etcd (--etcd-cafile, ...).
+	etcdTLS *tls.Config
+	etcdLog *zap.Logger
 	// audit is the audit log (nil without --audit-log-path).
 	audit *audit.Log
 	// elector is the controllers' leader election (nil without
@@ -282,8 +284,22 @@ func Start(cfg Config) (_ *App, err error) {
 	if a.ClientCAs, err = clientCAs(cfg, a.PKI); err != nil {
 		return nil, err
 	}
+	// The port first: a busy one fails the start at once, before etcd and
+	// the caches start.
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.SecurePort)))
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			ln.Close()
+		}
+	}()
 	if a.client, err = a.connectEtcd(cfg); err != nil {
 		return nil, err
+	}
+	if len(cfg.EtcdServers) > 0 {
+		reportUnreachableEtcd(a.client, cfg.EtcdServers, a.etcdTLS, a.log)
 	}
 	if err := a.connectOverrides(cfg); err != nil {
 		return nil, err
@@ -350,10 +366,6 @@ func Start(cfg Config) (_ *App, err error) {
 			}}),
 		Actions: sec.actions, Pipeline: writePipeline(registry, sec.authz),
 	})
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.SecurePort)))
-	if err != nil {
-		return nil, err
-	}
 	warnIfExposed(ctx, cfg, sec.authz)
 	a.URL = kubeconfigServer(ln.Addr())
 	// Every request's context ends when the server shuts down, so that
@@ -537,15 +549,14 @@ func (a *App) connectEtcd(cfg Config) (*clientv3.Client, error) {
 	if len(cfg.EtcdServers) == 0 {
 		return a.startEmbeddedEtcd(cfg)
 	}
-	var tlsConfig *tls.Config
 	if cfg.EtcdCertFile != "" || cfg.EtcdCAFile != "" {
 		info := transport.TLSInfo{CertFile: cfg.EtcdCertFile, KeyFile: cfg.EtcdKeyFile, TrustedCAFile: cfg.EtcdCAFile}
 		var err error
-		if tlsConfig, err = info.ClientConfig(); err != nil {
+		if a.etcdTLS, err = info.ClientConfig(); err != nil {
 			return nil, fmt.Errorf("etcd TLS: %w", err)
 		}
 	}
-	return newEtcdClient(cfg.EtcdServers, tlsConfig)
+	return newEtcdClient(cfg.EtcdServers, a.etcdTLS)
 }
 
 // startEmbeddedEtcd starts etcd in <data-dir>/etcd, serving clients over

@@ -21,15 +21,22 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 )
 
-// Version is what /version reports: the Kubernetes API version this
-// server speaks (kubectl warns about skew against it).
+// Version is what /version reports: the Kubernetes version whose API this
+// server serves, kube-apiserver 1.37.2's (that of the k8s.io/apimachinery
+// module it is built with: TestVersionIsTheAPIModules), with "+watchcache"
+// as build metadata. kubectl warns about skew against it; the emulation and
+// compatibility versions are kube-apiserver's defaults for its version.
 var Version = version.Info{
-	Major:      "1",
-	Minor:      "32",
-	GitVersion: "v1.32.0+watchcache",
-	GoVersion:  runtime.Version(),
-	Compiler:   runtime.Compiler,
-	Platform:   runtime.GOOS + "/" + runtime.GOARCH,
+	Major:                 "1",
+	Minor:                 "37",
+	EmulationMajor:        "1",
+	EmulationMinor:        "37",
+	MinCompatibilityMajor: "1",
+	MinCompatibilityMinor: "36",
+	GitVersion:            "v1.37.2+watchcache",
+	GoVersion:             runtime.Version(),
+	Compiler:              runtime.Compiler,
+	Platform:              runtime.GOOS + "/" + runtime.GOARCH,
 }
 
 // ServeVersion serves /version.

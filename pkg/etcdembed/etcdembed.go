@@ -328,7 +328,7 @@ func (c Config) embedConfig(clientPort int) (*embed.Config, error) {
 	if c.ProgressNotifyInterval > 0 {
 		ec.WatchProgressNotifyInterval = c.ProgressNotifyInterval
 	}
-	ec.MaxRequestBytes = 4 * 1024 * 1024
+	ec.MaxRequestBytes = maxRequestBytes
 	ec.QuotaBackendBytes = c.QuotaBackendBytes
 	if c.Logger != nil {
 		ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(c.Logger)
@@ -443,8 +443,15 @@ func (s *Server) NewClient() (*clientv3.Client, error) {
 		TLS:         s.clientTLS,
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(),
+		// The member takes requests up to MaxRequestBytes; gRPC's
+		// default would refuse those over 2 MiB on the client's side.
+		MaxCallSendMsgSize: maxRequestBytes,
 	})
 }
+
+// maxRequestBytes is the largest request the member takes: over the API's
+// largest body (3 MiB) with room for its key and transaction.
+const maxRequestBytes = 4 << 20
 
 // Err reports an error that stops the member serving, such as a listener
 // failing.
