@@ -12,6 +12,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,10 +42,10 @@ var protobufMagic = []byte("k8s\x00")
 
 // scheme knows every built-in kind's Go type: what request bodies in
 // protobuf decode into, and what typed answers (a Scale, a TokenRequest,
-// a review) encode from.
+// a review, the aggregated discovery document) encode from.
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apidiscoveryv2.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err)
 		}
