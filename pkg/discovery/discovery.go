@@ -1,8 +1,9 @@
 // Package discovery serves what a client reads to learn the API, as
 // kube-apiserver's endpoints/discovery does: /api and /apis with their
 // groups, versions and resources (verbs, short names, categories,
-// storageVersionHash), from the registry as it is at each request, so that
-// a custom resource is listed as soon as it is served; and /version.
+// storageVersionHash), classic or aggregated (aggregated.go), from the
+// registry as it is at each request, so that a custom resource is listed
+// as soon as it is served; and /version.
 package discovery
 
 import (
@@ -73,12 +74,21 @@ var subresourceVerbs = metav1.Verbs{"get", "patch", "update"}
 // createVerb is the one verb of reviews and action subresources.
 var createVerb = metav1.Verbs{"create"}
 
-// ServeHTTP serves the classic (unaggregated) discovery documents.
-// kubectl asks for aggregated discovery first; a plain application/json
-// answer makes it fall back to these.
+// ServeHTTP serves the discovery documents: at /api and /apis the
+// aggregated one to clients that ask for it (kubectl and client-go do,
+// with the classic one as their second choice), the classic ones
+// otherwise (in JSON).
 func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	root := len(parts) == 1 && (parts[0] == "api" || parts[0] == "apis")
+	format, err := encoding.NegotiateDiscovery(r, root)
+	if err != nil {
+		apistatus.Write(w, err, apistatus.Subject{})
+		return
+	}
 	switch {
+	case format.Aggregated:
+		s.serveAggregated(w, r, format.MediaType, parts[0] == "api")
 	case len(parts) == 1 && parts[0] == "api":
 		encoding.WriteJSON(w, http.StatusOK, &metav1.APIVersions{
 			TypeMeta:                   metav1.TypeMeta{Kind: "APIVersions"},
@@ -92,15 +102,7 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case len(parts) == 1 && parts[0] == "apis":
 		list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []metav1.APIGroup{}}
 		groups := s.registry.Groups()
-		names := make([]string, 0, len(groups))
-		for g := range groups {
-			names = append(names, g)
-		}
-		sort.Slice(names, func(i, j int) bool {
-			pi, pj := groupPriority(names[i]), groupPriority(names[j])
-			return pi < pj || pi == pj && names[i] < names[j]
-		})
-		for _, g := range names {
+		for _, g := range sortedGroups(groups) {
 			list.Groups = append(list.Groups, s.apiGroup(g, groups[g]))
 		}
 		encoding.WriteJSON(w, http.StatusOK, list)
@@ -142,6 +144,19 @@ func groupPriority(group string) int {
 	return len(groupOrder)
 }
 
+// sortedGroups are the names of groups in kube-apiserver's order.
+func sortedGroups(groups map[string][]string) []string {
+	names := make([]string, 0, len(groups))
+	for g := range groups {
+		names = append(names, g)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		pi, pj := groupPriority(names[i]), groupPriority(names[j])
+		return pi < pj || pi == pj && names[i] < names[j]
+	})
+	return names
+}
+
 // apiGroup is a group's discovery entry; unlike /api, kube-apiserver's
 // gives no server addresses.
 func (s *Handler) apiGroup(name string, versions []string) metav1.APIGroup {
@@ -164,33 +179,41 @@ func (s *Handler) resourceList(groupVersion string) *metav1.APIResourceList {
 		APIResources: []metav1.APIResource{},
 	}
 	for _, res := range s.registry.InGroupVersion(groupVersion) {
-		list.APIResources = append(list.APIResources, apiResource(res, s.registry.StorageOf(res)))
-		subresources := len(list.APIResources)
-		if res.Status {
-			list.APIResources = append(list.APIResources, metav1.APIResource{Name: res.Plural + "/status", Namespaced: res.Namespaced,
-				Kind: res.Kind, Verbs: subresourceVerbs})
-		}
-		if res.Scale {
-			list.APIResources = append(list.APIResources, metav1.APIResource{Name: res.Plural + "/scale", Namespaced: res.Namespaced,
-				Group: "autoscaling", Version: "v1", Kind: "Scale", Verbs: subresourceVerbs})
-		}
-		if res.Finalize {
-			list.APIResources = append(list.APIResources, metav1.APIResource{Name: res.Plural + "/finalize", Namespaced: res.Namespaced,
-				Kind: res.Kind, Verbs: metav1.Verbs{"update"}})
-		}
-		for _, sub := range res.Subresources {
-			list.APIResources = append(list.APIResources, metav1.APIResource{Name: res.Plural + "/" + sub.Name,
-				Namespaced: res.Namespaced, Group: sub.Group, Version: sub.Version, Kind: sub.Kind, Verbs: createVerb})
-		}
-		if res.Definition == "" {
-			// kube-apiserver lists a built-in resource's subresources by
-			// name; apiextensions-apiserver a custom resource's status
-			// before scale.
-			subs := list.APIResources[subresources:]
-			sort.Slice(subs, func(i, j int) bool { return subs[i].Name < subs[j].Name })
-		}
+		list.APIResources = append(list.APIResources, entries(res, s.registry.StorageOf(res))...)
 	}
 	return list
+}
+
+// entries are the facts discovery tells of res, in both its forms: res's
+// classic entry, then one per subresource ("pods/status") in
+// kube-apiserver's order. The aggregated form is made from them as
+// kube-apiserver makes it from its classic list.
+func entries(res, storage *resource.Resource) []metav1.APIResource {
+	out := []metav1.APIResource{apiResource(res, storage)}
+	if res.Status {
+		out = append(out, metav1.APIResource{Name: res.Plural + "/status", Namespaced: res.Namespaced,
+			Kind: res.Kind, Verbs: subresourceVerbs})
+	}
+	if res.Scale {
+		out = append(out, metav1.APIResource{Name: res.Plural + "/scale", Namespaced: res.Namespaced,
+			Group: "autoscaling", Version: "v1", Kind: "Scale", Verbs: subresourceVerbs})
+	}
+	if res.Finalize {
+		out = append(out, metav1.APIResource{Name: res.Plural + "/finalize", Namespaced: res.Namespaced,
+			Kind: res.Kind, Verbs: metav1.Verbs{"update"}})
+	}
+	for _, sub := range res.Subresources {
+		out = append(out, metav1.APIResource{Name: res.Plural + "/" + sub.Name,
+			Namespaced: res.Namespaced, Group: sub.Group, Version: sub.Version, Kind: sub.Kind, Verbs: createVerb})
+	}
+	if res.Definition == "" {
+		// kube-apiserver lists a built-in resource's subresources by
+		// name; apiextensions-apiserver a custom resource's status
+		// before scale.
+		subs := out[1:]
+		sort.Slice(subs, func(i, j int) bool { return subs[i].Name < subs[j].Name })
+	}
+	return out
 }
 
 // apiResource is the discovery entry of res, whose objects storage's store
