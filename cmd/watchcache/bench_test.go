@@ -38,6 +38,7 @@ func TestBenchSmoke(t *testing.T) {
 		"--shard-updates=100", "--shard-rate=1000",
 		"--cluster-nodes=5", "--pods-per-node=4", "--cluster-duration=2s", "--lease-interval=300ms", "--node-status-interval=500ms", "--churn-rate=10",
 		"--curve-sizes=200,400", "--curve-watchers=2", "--curve-updates=10",
+		"--protobuf-pods=120", "--protobuf-watchers=2", "--protobuf-updates=10",
 		"--out", filepath.Join(t.TempDir(), "out"),
 	})
 	if err != nil {
@@ -62,11 +63,12 @@ func TestBenchSmoke(t *testing.T) {
 			checkRow(t, s.ID, row)
 		}
 	}
-	want := []string{"initialization", "matrix", "kubelet", "kubelet-auth", "select-nothing", "paginated", "fanout", "writes", "shards", "nodes", "curves"}
+	want := []string{"initialization", "matrix", "kubelet", "kubelet-auth", "select-nothing", "paginated", "fanout", "writes", "shards", "nodes", "curves", "protobuf"}
 	if !slices.Equal(ids, want) {
 		t.Errorf("scenarios %v, want %v", ids, want)
 	}
-	checkNewScenarios(t, report.Scenarios[len(report.Scenarios)-2:])
+	checkNewScenarios(t, report.Scenarios[len(report.Scenarios)-3:len(report.Scenarios)-1])
+	checkProtobuf(t, report.Scenarios[len(report.Scenarios)-1])
 	checkShards(t, report.Scenarios[slices.IndexFunc(report.Scenarios, func(s bench.Scenario) bool { return s.ID == "shards" })], 100)
 	if !strings.Contains(text.String(), "10 × 5 KB") || !strings.Contains(text.String(), "cache advantage") || !strings.Contains(text.String(), "RBAC advantage") {
 		t.Errorf("the printed results lack the matrix or the ratio column:\n%s", text.String())
@@ -181,6 +183,31 @@ func checkRow(t *testing.T, scenario string, row bench.Row) {
 		// it, may be 0.
 		if m.Unit != bench.CPUSeconds && !strings.Contains(m.Name, "CPU") && (m.Cache <= 0 || m.Etcd <= 0) {
 			t.Errorf("%s %s %s: cache %v, etcd %v", scenario, row.Label, m.Name, m.Cache, m.Etcd)
+		}
+	}
+}
+
+// checkProtobuf checks the protobuf scenario's rows (checkRow checks that
+// both encodings measured every figure): its LIST of all pods, informer
+// sync, kubelets, fan-out, memory and a value for each target.
+func checkProtobuf(t *testing.T, s bench.Scenario) {
+	t.Helper()
+	var labels []string
+	for _, row := range s.Rows {
+		labels = append(labels, row.Label)
+	}
+	want := []string{"LIST all 120 pods, resourceVersion=0", "informer sync, 120 pods", "kubelets: 1 clients, read to the end", "kubelets: 1 clients, decoded",
+		"kubelets: 2 clients, read to the end", "kubelets: 2 clients, decoded", "fan-out: 2 watchers of all pods", "cache memory per pod", "targets"}
+	if !slices.Equal(labels, want) {
+		t.Fatalf("protobuf rows %q, want %q", labels, want)
+	}
+	targets := s.Rows[len(s.Rows)-1].Metrics
+	if len(targets) != 4 {
+		t.Fatalf("%d targets, want 4", len(targets))
+	}
+	for _, m := range targets {
+		if m.Cache <= 0 {
+			t.Errorf("target %s: %v", m.Name, m.Cache)
 		}
 	}
 }

@@ -140,12 +140,12 @@ func parseBenchFlags(args []string) (cfg bench.Config, out string, err error) {
 	fs.Float64Var(&cfg.WriteRate, "write-rate", cfg.WriteRate, "writes per second of the write scenario's paced part, on both sides")
 	fs.IntVar(&cfg.ShardUpdates, "shard-updates", cfg.ShardUpdates, "shards scenario: pod updates in each watch phase (unsharded, then sharded)")
 	fs.Float64Var(&cfg.ShardRate, "shard-rate", cfg.ShardRate, "shards scenario: pod updates per second, on both sides")
-	fs.Func("scenarios", "comma-separated scenarios to run, or all (default: all but nodes and curves):\n"+bench.ScenarioHelp(), func(v string) (err error) {
+	fs.Func("scenarios", "comma-separated scenarios to run, or all (default: all but nodes, curves and protobuf):\n"+bench.ScenarioHelp(), func(v string) (err error) {
 		cfg.Scenarios, err = bench.ParseScenarios(v)
 		return err
 	})
 	fs.IntVar(&cfg.ClusterNodes, "cluster-nodes", cfg.ClusterNodes, "nodes scenario: nodes of the cluster, a kubelet-like client each")
-	fs.IntVar(&cfg.PodsPerNode, "pods-per-node", cfg.PodsPerNode, "nodes and curves scenarios: pods bound to each node")
+	fs.IntVar(&cfg.PodsPerNode, "pods-per-node", cfg.PodsPerNode, "nodes, curves and protobuf scenarios: pods bound to each node")
 	fs.DurationVar(&cfg.ClusterDuration, "cluster-duration", cfg.ClusterDuration, "nodes scenario: how long the load runs once every client has started")
 	fs.DurationVar(&cfg.LeaseInterval, "lease-interval", cfg.LeaseInterval, "nodes scenario: how often each kubelet renews its Lease")
 	fs.DurationVar(&cfg.NodeStatusInterval, "node-status-interval", cfg.NodeStatusInterval, "nodes scenario: how often each kubelet patches its node's status")
@@ -153,6 +153,9 @@ func parseBenchFlags(args []string) (cfg bench.Config, out string, err error) {
 	fs.Func("curve-sizes", "curves scenario: comma-separated numbers of pods (default 10000,100000,1000000)", intList(&cfg.CurveSizes))
 	fs.IntVar(&cfg.CurveWatchers, "curve-watchers", cfg.CurveWatchers, "curves scenario: watchers of all pods in the fan-out")
 	fs.IntVar(&cfg.CurveUpdates, "curve-updates", cfg.CurveUpdates, "curves scenario: updates of the fan-out")
+	fs.IntVar(&cfg.ProtobufPods, "protobuf-pods", cfg.ProtobufPods, "protobuf scenario: pods, listed and watched in JSON and in protobuf")
+	fs.IntVar(&cfg.ProtobufWatchers, "protobuf-watchers", cfg.ProtobufWatchers, "protobuf scenario: watchers of all pods in the fan-out, per encoding")
+	fs.IntVar(&cfg.ProtobufUpdates, "protobuf-updates", cfg.ProtobufUpdates, "protobuf scenario: updates of the fan-out, per encoding")
 	if err := fs.Parse(args); err != nil {
 		return cfg, "", err
 	}

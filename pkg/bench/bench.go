@@ -7,11 +7,12 @@
 // initialization and memory, writes, and sharded informers (KEP-5866's
 // shardSelector) against an unsharded one.
 //
-// Two heavier scenarios run only when named (see ScenarioNames), each on an
-// etcd and a cache-on server of its own, their pods written straight into
-// etcd: nodes, a cluster's load on one server (kubelets, leases, node
+// Three heavier scenarios run only when named (see ScenarioNames), each on
+// an etcd and a cache-on server of its own, their pods written straight
+// into etcd: nodes, a cluster's load on one server (kubelets, leases, node
 // heartbeats, pod churn and informers) measured against Kubernetes' API
-// SLOs, and curves, what the cache costs at growing numbers of pods.
+// SLOs; curves, what the cache costs at growing numbers of pods; and
+// protobuf, JSON and protobuf clients side by side.
 //
 // Each server runs in its own process, so its processor time and resident
 // memory are read from the OS; while one server is measured the other is
@@ -106,6 +107,12 @@ type Config struct {
 	CurveSizes                  []int
 	CurveWatchers, CurveUpdates int
 
+	// The protobuf scenario: JSON and protobuf side by side over
+	// ProtobufPods pods (PodsPerNode per node), its fan-out measured with
+	// ProtobufWatchers watchers of all pods and ProtobufUpdates updates;
+	// its kubelets are KubeletClients, each for Duration.
+	ProtobufPods, ProtobufWatchers, ProtobufUpdates int
+
 	// Progress receives the progress bars; Output the results, as text,
 	// scenario by scenario.
 	Progress, Output io.Writer
@@ -120,6 +127,7 @@ func (c *Config) Validate() error {
 		"fan-out writers": c.FanoutWriters, "writers": c.Writers, "shard updates": c.ShardUpdates, "list sizes": len(c.ListSizes), "object sizes": len(c.ObjectSizes),
 		"kubelet client counts": len(c.KubeletClients), "cluster nodes": c.ClusterNodes, "pods per node": c.PodsPerNode,
 		"curve sizes": len(c.CurveSizes), "curve watchers": c.CurveWatchers, "curve updates": c.CurveUpdates,
+		"protobuf pods": c.ProtobufPods, "protobuf watchers": c.ProtobufWatchers, "protobuf updates": c.ProtobufUpdates,
 	}
 	for name, v := range positive {
 		if v <= 0 {
@@ -194,6 +202,9 @@ func DefaultConfig() Config {
 		CurveSizes:         []int{10000, 100000, 1000000},
 		CurveWatchers:      100,
 		CurveUpdates:       1000,
+		ProtobufPods:       50000,
+		ProtobufWatchers:   100,
+		ProtobufUpdates:    2000,
 
 		Progress: os.Stderr,
 		Output:   os.Stdout,
@@ -260,7 +271,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	scenarios := map[string]func(context.Context) error{
 		"matrix": b.matrix, "kubelet": b.kubelet, "kubelet-auth": b.kubeletAuth, "select-nothing": b.selectNothing,
-		"paginated": b.paginated, "fanout": b.fanout, "writes": b.writes, "shards": b.shards, "nodes": b.nodes, "curves": b.curves,
+		"paginated": b.paginated, "fanout": b.fanout, "writes": b.writes, "shards": b.shards, "nodes": b.nodes, "curves": b.curves, "protobuf": b.protobuf,
 	}
 	sharedRunning := cfg.runsShared()
 	for _, name := range cfg.Scenarios {
@@ -289,8 +300,8 @@ func (b *bench) setup() []string {
 	if b.cfg.runsShared() {
 		setup = b.sharedSetup()
 	}
-	if b.cfg.runs("nodes") || b.cfg.runs("curves") {
-		setup = append(setup, "The nodes and curves scenarios run after the others are done and their processes stopped, each on an etcd and a cache-on server of its own "+
+	if b.cfg.runs("nodes") || b.cfg.runs("curves") || b.cfg.runs("protobuf") {
+		setup = append(setup, "The nodes, curves and protobuf scenarios run after the others are done and their processes stopped, each on an etcd and a cache-on server of its own "+
 			"(the same flags); their pods are written straight into etcd by the benchmark's etcd client, "+fmt.Sprint(etcdBatch)+" per transaction, as the server stores them "+
 			"(each scenario says how fast: much faster than creating them over HTTP).")
 	}

@@ -33,6 +33,12 @@ type apiClient struct {
 	// Too Many Requests after the answer's Retry-After, as client-go does,
 	// and counts the retries; without it a 429 is an error.
 	retried *atomic.Int64
+	// accept, if not empty, is sent as the Accept header (see accepting);
+	// without it the server answers in JSON.
+	accept string
+	// config is the kubeconfig's client configuration, for client-go's
+	// clientsets (the protobuf scenario's informers).
+	config *rest.Config
 }
 
 // newAPIClient is a client of the server at base with the credentials of
@@ -52,7 +58,15 @@ func newAPIClient(base, kubeconfig string) (*apiClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &apiClient{base: base, http: admin, anonymous: anonymous}, nil
+	return &apiClient{base: base, http: admin, anonymous: anonymous, config: cfg}, nil
+}
+
+// accepting returns a client of the same server, with the same
+// credentials and connections, that asks for answers in mediaType.
+func (c *apiClient) accepting(mediaType string) *apiClient {
+	cp := *c
+	cp.accept = mediaType
+	return &cp
 }
 
 // httpClient speaks TLS as cfg says, HTTP/1.1, connections kept alive.
@@ -134,6 +148,9 @@ func (c *apiClient) send(ctx context.Context, method, path, contentType string, 
 		}
 		if contentType != "" {
 			req.Header.Set("Content-Type", contentType)
+		}
+		if c.accept != "" {
+			req.Header.Set("Accept", c.accept)
 		}
 		if c.token != "" {
 			req.Header.Set("Authorization", "Bearer "+c.token)

@@ -75,6 +75,11 @@ type fanoutWork struct {
 	collection                 string
 	watchers, updates, writers int
 	timeout                    time.Duration
+	// watcher, if not nil, is the watchers' client (e.g. one that asks
+	// for protobuf) and receive reads its streams; by default the
+	// watchers are s's JSON clients and receive is receiveUpdates.
+	watcher *apiClient
+	receive func(stream io.Reader, n int) watcherReceipts
 }
 
 // run runs the fan-out against s, update making update number i.
@@ -94,8 +99,12 @@ func (w fanoutWork) run(ctx context.Context, s *server, update func(ctx context.
 			}
 		}
 	}()
+	watcher, receive := s.apiClient, receiveUpdates
+	if w.watcher != nil {
+		watcher, receive = w.watcher, w.receive
+	}
 	for i := range streams {
-		resp, err := s.send(ctx, http.MethodGet, collection+"?watch=1&resourceVersion="+list.Metadata.ResourceVersion, "", nil)
+		resp, err := watcher.send(ctx, http.MethodGet, collection+"?watch=1&resourceVersion="+list.Metadata.ResourceVersion, "", nil)
 		if err != nil {
 			return nil, err
 		}
@@ -105,7 +114,7 @@ func (w fanoutWork) run(ctx context.Context, s *server, update func(ctx context.
 	var wg sync.WaitGroup
 	for i, st := range streams {
 		wg.Go(func() {
-			parts[i] = receiveUpdates(st, w.updates)
+			parts[i] = receive(st, w.updates)
 			if parts[i].received < w.updates {
 				cancel() // stop the writers: this watcher ended early
 			}
