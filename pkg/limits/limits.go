@@ -85,7 +85,10 @@ func semaphore(n int) chan struct{} {
 // it has not started answering, the client gets kube-apiserver's 504
 // Timeout Status at once while the handler finishes in the background
 // (whatever it still writes is dropped). A handler that has started
-// answering is let finish. 0: no bound.
+// answering is let finish, and if it then aborts its answer (a list whose
+// reading the deadline cut, encoding.AbortResponse), the abort reaches
+// net/http, so that the client sees a broken transfer, not an answer that
+// ends cleanly but incomplete. 0: no bound.
 func WithRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 	if timeout <= 0 {
 		return next
@@ -127,6 +130,11 @@ func WithRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 				return
 			}
 			<-done // it has started answering: let it finish
+			select {
+			case p := <-panicked: // an answer aborted midway stays aborted
+				panic(p)
+			default:
+			}
 		}
 	})
 }

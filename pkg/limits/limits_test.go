@@ -2,6 +2,7 @@ package limits
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -107,5 +108,31 @@ func TestRequestTimeout(t *testing.T) {
 	}
 	if w := serve(h, http.MethodGet, "/api/v1/namespaces/a/configmaps?watch=true", nil); w.Code != http.StatusOK {
 		t.Errorf("a watch: %d, want it unbounded", w.Code)
+	}
+}
+
+// TestRequestTimeoutKeepsAnAbort: a handler that started answering, then
+// saw its deadline pass and aborted its answer (http.ErrAbortHandler, as
+// a list cut midway does), reaches the client as a broken transfer, not
+// as a 200 whose body ends cleanly but incomplete.
+func TestRequestTimeoutKeepsAnAbort(t *testing.T) {
+	h := WithRequestTimeout(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte(`{"kind":"PodList","items":[`))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // the deadline cuts the list's reading
+		panic(http.ErrAbortHandler)
+	}), 200*time.Millisecond)
+	server := httptest.NewServer(requestinfo.WithRequestInfo(h))
+	defer server.Close()
+	resp, err := http.Get(server.URL + "/api/v1/pods")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || err == nil {
+		t.Fatalf("status %d, body %q read with error %v; want 200 and a failed read", resp.StatusCode, body, err)
 	}
 }
