@@ -3,12 +3,15 @@ package e2e
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -124,4 +127,61 @@ func TestControllerRuntime(t *testing.T) {
 		_, err2 := cs.CoreV1().ConfigMaps(ns).Get(ctx, "web-config", metav1.GetOptions{})
 		return apierrors.IsNotFound(err) && apierrors.IsNotFound(err2)
 	})
+}
+
+// TestControllerRuntimeClusterScopedWithNamespace creates, updates, patches
+// and applies a Namespace whose metadata.namespace is set, through
+// controller-runtime's client, as the kubebuilder CronJob tutorial does:
+// kube-apiserver 1.37 clears the field of a cluster-scoped object and
+// takes each write (recorded against it), and server-side apply records no
+// ownership of metadata.namespace.
+func TestControllerRuntimeClusterScopedWithNamespace(t *testing.T) {
+	ctx := cgContext(t)
+	c, err := client.New(cgConfig(nil), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "cr-scoped-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 10)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: name}}
+	if err := c.Create(ctx, ns); err != nil {
+		t.Fatalf("create a Namespace with metadata.namespace set: %v", err)
+	}
+	t.Cleanup(func() { c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}) })
+	if ns.Namespace != "" {
+		t.Errorf("created Namespace has metadata.namespace %q, want it cleared", ns.Namespace)
+	}
+	ns.Namespace = "elsewhere"
+	ns.Labels = map[string]string{"updated": "yes"}
+	if err := c.Update(ctx, ns); err != nil {
+		t.Fatalf("update with metadata.namespace set: %v", err)
+	}
+	if ns.Namespace != "" || ns.Labels["updated"] != "yes" {
+		t.Errorf("updated Namespace: namespace %q, labels %v", ns.Namespace, ns.Labels)
+	}
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"namespace":"other","labels":{"patched":"yes"}}}`))
+	if err := c.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, patch); err != nil {
+		t.Fatalf("merge patch setting metadata.namespace: %v", err)
+	}
+	applied := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": name, "namespace": "third", "labels": map[string]any{"applied": "yes"}}}}
+	if err := c.Patch(ctx, applied, client.Apply, client.FieldOwner("cr-test")); err != nil {
+		t.Fatalf("apply with metadata.namespace set: %v", err)
+	}
+	var got corev1.Namespace
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Namespace != "" {
+		t.Errorf("metadata.namespace = %q, want empty", got.Namespace)
+	}
+	for _, l := range []string{"updated", "patched", "applied"} {
+		if got.Labels[l] != "yes" {
+			t.Errorf("label %s missing: %v", l, got.Labels)
+		}
+	}
+	for _, mf := range got.ManagedFields {
+		if mf.Manager == "cr-test" && mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), "f:namespace") {
+			t.Errorf("the apply owns metadata.namespace: %s", mf.FieldsV1.Raw)
+		}
+	}
 }

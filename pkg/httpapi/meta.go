@@ -64,7 +64,10 @@ func checkTypeMeta(obj map[string]any, res *resource.Resource) *apierrors.Status
 }
 
 // checkIdentity makes the object's namespace and name those of the path:
-// filled in when absent, an error when different.
+// filled in when absent, an error when different. A cluster-scoped
+// object's namespace is cleared, whatever it says, as kube-apiserver's
+// strategies do (the kubebuilder tutorial creates its Namespace with
+// metadata.namespace set).
 func checkIdentity(meta map[string]any, req *request) *apierrors.StatusError {
 	ns, err := stringField(meta, "namespace")
 	if err != nil {
@@ -72,9 +75,6 @@ func checkIdentity(meta map[string]any, req *request) *apierrors.StatusError {
 	}
 	switch {
 	case !req.res.Namespaced:
-		if ns != "" {
-			return apistatus.BadRequest("%s is cluster-scoped: metadata.namespace must be empty, got %q", req.res.Plural, ns)
-		}
 		delete(meta, "namespace")
 	case ns == "":
 		meta["namespace"] = req.namespace
