@@ -195,3 +195,35 @@ func TestCustomResourceCreateWhileTerminating(t *testing.T) {
 		return strings.Contains(errOut, "NotFound")
 	})
 }
+
+// TestCustomResourceDefinitionLowerCaseKind: kube-apiserver 1.37 has no
+// CamelCase rule for a CRD's kind, nor a Kubernetes-like rule for its
+// version names: a kind "lower" with versions v1 and foo is established
+// and served in both.
+func TestCustomResourceDefinitionLowerCaseKind(t *testing.T) {
+	k := newKubectl(t, "crdlower")
+	const g = "lower.e2e.io"
+	applyCRD(k, "lowers.yaml", namedCRD(g, "lowers", "lower", "lower", "lowerList", "[]")+`  - name: foo
+    served: true
+    storage: false
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`, "lowers."+g)
+	waitCRDNames(k, "lowers."+g, `{"kind":"lower","listKind":"lowerList","plural":"lowers","singular":"lower"}`+
+		`|True NoConflicts no conflicts found|True InitialNamesAccepted the initial names have been accepted`)
+	k.must("create", "-f", k.file("l1.yaml", `{"apiVersion":"lower.e2e.io/v1","kind":"lower","metadata":{"name":"l1"}}`))
+	if out := k.must("get", "lowers.v1."+g, "l1", "-o", "jsonpath={.apiVersion} {.kind}"); out != "lower.e2e.io/v1 lower" {
+		t.Errorf("get l1 in v1: %q", out)
+	}
+	resp, body := htDo(t, http.MethodGet, "/apis/lower.e2e.io/foo/namespaces/"+k.ns+"/lowers", "", nil)
+	var list struct {
+		Kind  string `json:"kind"`
+		Items []struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+		} `json:"items"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &list) != nil || list.Kind != "lowerList" ||
+		len(list.Items) != 1 || list.Items[0].APIVersion != "lower.e2e.io/foo" || list.Items[0].Kind != "lower" {
+		t.Errorf("list in version foo: %d %s", resp.StatusCode, body)
+	}
+}

@@ -239,6 +239,10 @@ var (
 	dnsLabel  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 	versionRE = regexp.MustCompile(`^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$`)
 	kindRE    = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+	// dns1035Label is what apiextensions validation asks of a custom
+	// resource's version names and of its kind in lower case; it has no
+	// CamelCase rule (a kind "lower" is served).
+	dns1035Label = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`)
 )
 
 // Complete checks the description and builds the schema of its
@@ -247,9 +251,13 @@ func (r *Resource) Complete() error {
 	switch {
 	case r.Group != "" && (!strings.Contains(r.Group, ".") && !r.builtin || !isDNSSubdomain(r.Group)):
 		return fmt.Errorf("group %q must be a DNS subdomain containing a dot (e.g. example.com)", r.Group)
-	case !versionRE.MatchString(r.Version):
+	case r.Definition != "" && !dns1035Label.MatchString(r.Version):
+		return fmt.Errorf("version %q must be a DNS-1035 label", r.Version)
+	case r.Definition != "" && !dns1035Label.MatchString(strings.ToLower(r.Kind)):
+		return fmt.Errorf("kind %q may have mixed case, but should otherwise be a DNS-1035 label", r.Kind)
+	case r.Definition == "" && !versionRE.MatchString(r.Version):
 		return fmt.Errorf("version %q must look like v1, v2beta1 or v1alpha2", r.Version)
-	case !kindRE.MatchString(r.Kind):
+	case r.Definition == "" && !kindRE.MatchString(r.Kind):
 		return fmt.Errorf("kind %q must be CamelCase starting with a capital letter", r.Kind)
 	case !dnsLabel.MatchString(r.Plural):
 		return fmt.Errorf("plural %q must be a lowercase DNS label", r.Plural)
