@@ -325,3 +325,59 @@ func TestCustomResourceScale(t *testing.T) {
 		t.Errorf("GET scale: %s", out)
 	}
 }
+
+// TestCustomResourceRuleChecks: a CRD's rules are type-checked against its
+// schema and their estimated costs limited when it is written, with
+// kube-apiserver 1.37's 422s (recorded from it).
+func TestCustomResourceRuleChecks(t *testing.T) {
+	k := newKubectl(t, "celcheck")
+	crd := func(plural, kind, properties string) string {
+		return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: %[1]s.check.example.net}
+spec:
+  group: check.example.net
+  scope: Namespaced
+  names: {plural: %[1]s, kind: %[2]s}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+%[3]s`, plural, kind, properties)
+	}
+	undefined := crd("undefineds", "Undefined", `            type: object
+            x-kubernetes-validations:
+            - rule: "self.z > 0"
+            properties:
+              x: {type: integer}
+`)
+	if msg := k.fail("create", "-f", k.file("undefined.yaml", undefined)); !strings.Contains(msg, `The CustomResourceDefinition "undefineds.check.example.net" is invalid: `+
+		`spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: {"Rule":"self.z \u003e 0","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}: `+
+		"compilation failed: ERROR: <input>:1:5: undefined field 'z'\n | self.z > 0\n | ....^") {
+		t.Errorf("a rule on an undefined field: %s", msg)
+	}
+	costly := crd("costlies", "Costly", `            type: object
+            properties:
+              items:
+                type: array
+                items: {type: string}
+                x-kubernetes-validations:
+                - rule: "self.all(x, self.all(y, x != y || true))"
+`)
+	const hint = " (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
+	if msg := k.fail("create", "-f", k.file("costly.yaml", costly)); !strings.Contains(msg, `The CustomResourceDefinition "costlies.check.example.net" is invalid: 
+* spec.validation.openAPIV3Schema.properties[spec].properties[items].x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of more than 100x`+hint+`
+* spec.validation.openAPIV3Schema.properties[spec].properties[items].x-kubernetes-validations[0].rule: Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema
+* spec.validation.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x`+hint) {
+		t.Errorf("a rule of quadratic cost over an unbounded list: %s", msg)
+	}
+	// Bounded, the same rule is taken.
+	bounded := strings.NewReplacer("costlies", "boundeds", "Costly", "Bounded", "items: {type: string}", "items: {type: string, maxLength: 10}\n                maxItems: 100").Replace(costly)
+	k.must("create", "-f", k.file("bounded.yaml", bounded))
+	t.Cleanup(func() { k.run("delete", "crd", "boundeds.check.example.net", "--wait=false") })
+}

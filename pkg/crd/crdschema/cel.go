@@ -27,10 +27,10 @@ import (
 // an update; the rule is skipped when there was none); a rule that is not
 // true fails with its message (or messageExpression's), reason and field
 // path. The environment is kube-apiserver 1.37's (CELLibraries), each
-// evaluation bounded by its per-call cost limit. Not here: the
-// expressions' type-checking against the schema (self is dynamic), the
-// estimated cost limits at CRD validation and the runtime budget of a
-// whole object.
+// evaluation bounded by its per-call cost limit. When the CRD is written,
+// rules are type-checked against the schema and their costs estimated
+// (cel_types.go); they are evaluated with a dynamic self. Not here: the
+// runtime budget of a whole object.
 
 // CELLibraries are the CEL libraries and settings of every expression the
 // server evaluates (CRD validation rules, admission policies), those of
@@ -66,12 +66,18 @@ func CELProgramOptions() []cel.ProgramOption {
 		cel.CostTrackerOptions(interpreter.PresenceTestHasCost(false))}
 }
 
-// celEnv is the environment every rule is compiled in.
+// celBaseEnv is the environment of CELLibraries, without variables.
+var celBaseEnv = func() *cel.Env {
+	env, err := cel.NewEnv(CELLibraries()...)
+	if err != nil {
+		panic(fmt.Sprintf("the CEL environment: %v", err)) // fixed options: a bug
+	}
+	return env
+}()
+
+// celEnv is the environment every rule is compiled in for evaluation.
 var celEnv = func() *cel.Env {
-	env, err := cel.NewEnv(append(CELLibraries(),
-		cel.Variable("self", cel.DynType),
-		cel.Variable("oldSelf", cel.DynType))...,
-	)
+	env, err := celBaseEnv.Extend(cel.Variable("self", cel.DynType), cel.Variable("oldSelf", cel.DynType))
 	if err != nil {
 		panic(fmt.Sprintf("the CEL environment: %v", err)) // fixed options: a bug
 	}
@@ -97,28 +103,55 @@ type celNode struct {
 }
 
 // compileRules compiles the rules of s and its children; nil if none has
-// rules. Errors name the rule's path in the schema, as kube-apiserver
-// reports them at CRD validation.
+// rules. As kube-apiserver at CRD validation, each rule is first
+// type-checked against its node's type and its cost estimated
+// (cel_types.go); errors name the rule's path in the schema, the
+// estimated total at the root ("" here).
 func compileRules(s *structuralschema.Structural, path *field.Path) (*celNode, field.ErrorList) {
+	total := &totalCost{}
+	one := uint64(1)
+	n, errs := compileNode(s, path, schemaDeclType(s, true, "selfType"), &one, total)
+	return n, append(errs, total.errors(path)...)
+}
+
+// compileNode compiles s's rules (decl its type, if CEL can see it;
+// cardinality the most times it occurs in an object, nil if unbounded)
+// and its children's.
+func compileNode(s *structuralschema.Structural, path *field.Path, decl *declType, cardinality *uint64, total *totalCost) (*celNode, field.ErrorList) {
 	if s == nil {
 		return nil, nil
 	}
+	if decl == nil && len(s.XValidations) > 0 {
+		decl = schemaDeclType(s, s.XEmbeddedResource, "selfType")
+	}
 	var errs field.ErrorList
 	n := &celNode{typ: s.Type}
-	for i, r := range s.XValidations {
-		rp := path.Child("x-kubernetes-validations").Index(i)
-		compiled, err := compileRule(r)
-		if err != nil {
-			// The rule is shown as kube-apiserver shows its internal type.
-			shownRule := apiextensions.ValidationRule{Rule: r.Rule, Message: r.Message, MessageExpression: r.MessageExpression,
-				Reason: (*apiextensions.FieldValueErrorReason)(r.Reason), FieldPath: r.FieldPath, OptionalOldSelf: r.OptionalOldSelf}
-			errs = append(errs, field.Invalid(rp.Child("rule"), shownRule, "compilation failed: "+err.Error()))
-			continue
+	// The cardinality of s's children: s's own times how many of them
+	// each occurrence holds.
+	var childCardinality *uint64
+	if cardinality != nil {
+		var each *uint64
+		switch {
+		case s.Type == "array" && s.ValueValidation != nil && s.ValueValidation.MaxItems != nil:
+			each = ptr.To(uint64(zeroIfNegative(*s.ValueValidation.MaxItems)))
+		case s.Type == "array":
+		case s.Type == "object" && s.AdditionalProperties != nil && s.ValueValidation != nil && s.ValueValidation.MaxProperties != nil:
+			each = ptr.To(uint64(zeroIfNegative(*s.ValueValidation.MaxProperties)))
+		case s.Type == "object" && s.AdditionalProperties != nil:
+		default:
+			each = ptr.To(uint64(1))
 		}
-		n.rules = append(n.rules, compiled)
+		if each != nil {
+			childCardinality = ptr.To(multiplyCapped(*cardinality, *each))
+		}
 	}
-	for name, prop := range s.Properties {
-		child, childErrs := compileRules(&prop, path.Child("properties").Key(name))
+	for _, name := range slices.Sorted(maps.Keys(s.Properties)) {
+		prop := s.Properties[name]
+		var childDecl *declType
+		if escaped, ok := escapeIdent(name); ok && decl != nil && decl.fields != nil {
+			childDecl = decl.fields[escaped]
+		}
+		child, childErrs := compileNode(&prop, path.Child("properties").Key(name), childDecl, childCardinality, total)
 		errs = append(errs, childErrs...)
 		if child != nil {
 			if n.properties == nil {
@@ -127,14 +160,27 @@ func compileRules(s *structuralschema.Structural, path *field.Path) (*celNode, f
 			n.properties[name] = child
 		}
 	}
+	var elemDecl *declType
+	if decl != nil {
+		elemDecl = decl.elem
+	}
 	if s.Items != nil {
-		child, childErrs := compileRules(s.Items, path.Child("items"))
+		child, childErrs := compileNode(s.Items, path.Child("items"), elemDecl, childCardinality, total)
 		errs = append(errs, childErrs...)
 		n.items = child
 	} else if s.AdditionalProperties != nil && s.AdditionalProperties.Structural != nil {
-		child, childErrs := compileRules(s.AdditionalProperties.Structural, path.Child("additionalProperties"))
+		child, childErrs := compileNode(s.AdditionalProperties.Structural, path.Child("additionalProperties"), elemDecl, childCardinality, total)
 		errs = append(errs, childErrs...)
 		n.items, n.isMap = child, true
+	}
+	// As kube-apiserver reports them: the children's errors first.
+	for i, r := range s.XValidations {
+		rp := path.Child("x-kubernetes-validations").Index(i)
+		compiled, ruleErrs := compileRule(r, rp, decl, cardinality, total)
+		errs = append(errs, ruleErrs...)
+		if len(ruleErrs) == 0 {
+			n.rules = append(n.rules, compiled)
+		}
 	}
 	if len(n.rules) == 0 && n.properties == nil && n.items == nil {
 		return nil, errs
@@ -142,23 +188,85 @@ func compileRules(s *structuralschema.Structural, path *field.Path) (*celNode, f
 	return n, errs
 }
 
-func compileRule(r apiextensionsv1.ValidationRule) (rule, error) {
+// compileRule checks r as kube-apiserver does (its type against decl, its
+// estimated cost, added to total) and compiles it for evaluation.
+func compileRule(r apiextensionsv1.ValidationRule, rp *field.Path, decl *declType, cardinality *uint64, total *totalCost) (rule, field.ErrorList) {
+	// The rule is shown as kube-apiserver shows its internal type.
+	shownRule := apiextensions.ValidationRule{Rule: r.Rule, Message: r.Message, MessageExpression: r.MessageExpression,
+		Reason: (*apiextensions.FieldValueErrorReason)(r.Reason), FieldPath: r.FieldPath, OptionalOldSelf: r.OptionalOldSelf}
+	var errs field.ErrorList
+	if decl != nil && strings.TrimSpace(r.Rule) != "" {
+		env, err := typedEnv(decl, ptr.Deref(r.OptionalOldSelf, false))
+		if err != nil {
+			return rule{}, field.ErrorList{field.InternalError(rp, err)}
+		}
+		estimator := &costEstimator{root: decl}
+		scale := func(c uint64) uint64 {
+			if cardinality != nil {
+				return multiplyCapped(c, *cardinality)
+			}
+			return multiplyCapped(c, uint64(maxRequestSizeBytes/(decl.minSize+1)))
+		}
+		ast, iss := env.Compile(r.Rule)
+		var ruleErr *field.Error
+		switch {
+		case iss.Err() != nil:
+			ruleErr = field.Invalid(rp.Child("rule"), shownRule, "compilation failed: "+iss.Err().Error())
+		case ast.OutputType() != cel.BoolType:
+			ruleErr = field.Invalid(rp.Child("rule"), shownRule, "cel expression must evaluate to a bool")
+		}
+		var cost uint64
+		if ruleErr == nil {
+			if est, err := env.EstimateCost(ast, estimator); err == nil {
+				cost = est.Max
+			}
+		}
+		cost = scale(cost)
+		if cost > StaticEstimatedCostLimit {
+			errs = append(errs, field.Forbidden(rp.Child("rule"), costError("estimated rule cost", cost, StaticEstimatedCostLimit)))
+		}
+		total.observe(rp.Child("rule"), cost)
+		if ruleErr != nil {
+			return rule{}, append(errs, ruleErr)
+		}
+		if r.MessageExpression != "" {
+			mast, iss := env.Compile(r.MessageExpression)
+			switch {
+			case iss.Err() != nil:
+				errs = append(errs, field.Invalid(rp.Child("messageExpression"), shownRule, "messageExpression compilation failed: "+iss.Err().Error()))
+			case mast.OutputType() != cel.StringType:
+				errs = append(errs, field.Invalid(rp.Child("messageExpression"), shownRule, "messageExpression must evaluate to a string"))
+			default:
+				// Not scaled by the cardinality, as kube-apiserver's.
+				if est, err := env.EstimateCost(mast, estimator); err == nil {
+					mcost := est.Max
+					if mcost > StaticEstimatedCostLimit {
+						errs = append(errs, field.Forbidden(rp.Child("messageExpression"), costError("estimated messageExpression cost", mcost, StaticEstimatedCostLimit)))
+					}
+					total.observe(rp.Child("messageExpression"), mcost)
+				}
+			}
+		}
+		if len(errs) > 0 {
+			return rule{}, errs
+		}
+	}
 	ast, iss := celEnv.Compile(r.Rule)
 	if iss.Err() != nil {
-		return rule{}, iss.Err()
+		return rule{}, field.ErrorList{field.Invalid(rp.Child("rule"), shownRule, "compilation failed: "+iss.Err().Error())}
 	}
 	prg, err := celEnv.Program(ast, CELProgramOptions()...)
 	if err != nil {
-		return rule{}, err
+		return rule{}, field.ErrorList{field.Invalid(rp.Child("rule"), shownRule, "program instantiation failed: "+err.Error())}
 	}
 	out := rule{ValidationRule: r, program: prg, transition: strings.Contains(r.Rule, "oldSelf")}
 	if r.MessageExpression != "" {
 		mast, iss := celEnv.Compile(r.MessageExpression)
 		if iss.Err() != nil {
-			return rule{}, fmt.Errorf("messageExpression: %w", iss.Err())
+			return rule{}, field.ErrorList{field.Invalid(rp.Child("messageExpression"), shownRule, "messageExpression compilation failed: "+iss.Err().Error())}
 		}
 		if out.message, err = celEnv.Program(mast, CELProgramOptions()...); err != nil {
-			return rule{}, err
+			return rule{}, field.ErrorList{field.Invalid(rp.Child("messageExpression"), shownRule, "messageExpression instantiation failed: "+err.Error())}
 		}
 	}
 	return out, nil

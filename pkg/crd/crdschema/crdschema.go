@@ -89,7 +89,10 @@ func (s *Schema) RuleErrors(root *field.Path) field.ErrorList {
 	var out field.ErrorList
 	for _, e := range s.ruleErrors {
 		moved := *e
-		moved.Field = root.String() + "." + e.Field
+		moved.Field = root.String()
+		if e.Field != "" {
+			moved.Field += "." + e.Field
+		}
 		out = append(out, &moved)
 	}
 	return out

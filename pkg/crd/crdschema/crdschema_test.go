@@ -159,3 +159,43 @@ func TestDefaultAndPrune(t *testing.T) {
 
 // normalize turns JSON numbers into int64 where whole, as objects hold them.
 func normalize(v any) any { return toInt64s(v) }
+
+// TestRuleTypeAndCostErrors: rules are type-checked against their node's
+// schema and their estimated costs checked, with kube-apiserver 1.37's
+// errors (recorded from it, paths and messages).
+func TestRuleTypeAndCostErrors(t *testing.T) {
+	const budget = " (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
+	const root = "spec.validation.openAPIV3Schema"
+	totalErr := root + ": Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x" + budget
+	for _, tc := range []struct{ name, schema, want string }{
+		{"undefined field", `{"type":"object","properties":{"spec":{"type":"object","x-kubernetes-validations":[{"rule":"self.z > 0"}],"properties":{"x":{"type":"integer"}}}}}`,
+			root + `.properties[spec].x-kubernetes-validations[0].rule: Invalid value: {"Rule":"self.z \u003e 0","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}: compilation failed: ERROR: <input>:1:5: undefined field 'z'` +
+				"\n | self.z > 0\n | ....^"},
+		{"preserved unknown fields are not fields", `{"type":"object","properties":{"spec":{"type":"object","x-kubernetes-preserve-unknown-fields":true,"x-kubernetes-validations":[{"rule":"self.foo == 1"}]}}}`,
+			root + `.properties[spec].x-kubernetes-validations[0].rule: Invalid value: {"Rule":"self.foo == 1","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}: compilation failed: ERROR: <input>:1:5: undefined field 'foo'` +
+				"\n | self.foo == 1\n | ....^"},
+		{"not a bool", `{"type":"object","properties":{"n":{"type":"integer","x-kubernetes-validations":[{"rule":"self + 1"}]}}}`,
+			root + `.properties[n].x-kubernetes-validations[0].rule: Invalid value: {"Rule":"self + 1","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}: cel expression must evaluate to a bool`},
+		{"date-time is a timestamp; messageExpression a string; children first",
+			`{"type":"object","x-kubernetes-validations":[{"rule":"self.metadata.name.size() > 2 && self.spec.x == 1","messageExpression":"1"}],"properties":{"spec":{"type":"object","properties":{"x":{"type":"integer"},"my-field":{"type":"string"},"t":{"type":"string","format":"date-time","x-kubernetes-validations":[{"rule":"self > timestamp('2020-01-01T00:00:00Z')"}]}},"x-kubernetes-validations":[{"rule":"self.my__dash__field == 'a'"},{"rule":"has(self.t) && self.t == 'x'"}]}}}`,
+			root + `.properties[spec].x-kubernetes-validations[1].rule: Invalid value: {"Rule":"has(self.t) \u0026\u0026 self.t == 'x'","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}: compilation failed: ERROR: <input>:1:23: found no matching overload for '_==_' applied to '(timestamp, string)'` +
+				"\n | has(self.t) && self.t == 'x'\n | ......................^\n" +
+				root + `.x-kubernetes-validations[0].messageExpression: Invalid value: {"Rule":"self.metadata.name.size() \u003e 2 \u0026\u0026 self.spec.x == 1","Message":"","MessageExpression":"1","Reason":null,"FieldPath":"","OptionalOldSelf":null}: messageExpression must evaluate to a string`},
+		{"bounded lists within budget", `{"type":"object","properties":{"spec":{"type":"object","properties":{"items":{"type":"array","items":{"type":"string","maxLength":10},"maxItems":100,"x-kubernetes-validations":[{"rule":"self.all(x, self.exists(y, x == y))"}]}}}}}`, ""},
+		{"an unbounded list's rule over itself", `{"type":"object","properties":{"spec":{"type":"object","properties":{"items":{"type":"array","items":{"type":"string"},"x-kubernetes-validations":[{"rule":"self.all(x, self.all(y, x != y || true))"}]}}}}}`,
+			root + ".properties[spec].properties[items].x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of more than 100x" + budget + "\n" +
+				root + ".properties[spec].properties[items].x-kubernetes-validations[0].rule: Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema\n" + totalErr},
+		{"rules under unbounded lists; map keys", `{"type":"object","properties":{"spec":{"type":"object","properties":{"m":{"type":"object","additionalProperties":{"type":"string"},"x-kubernetes-validations":[{"rule":"self.all(k, self[k].contains(k))"}]},"items":{"type":"array","items":{"type":"string"},"x-kubernetes-validations":[{"rule":"self.map(x, x + 'a').all(y, y.size() > 1)"}]}}}}}`,
+			root + ".properties[spec].properties[items].x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of more than 100x" + budget + "\n" +
+				root + ".properties[spec].properties[items].x-kubernetes-validations[0].rule: Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema\n" +
+				root + ".properties[spec].properties[m].x-kubernetes-validations[0].rule: Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema\n" + totalErr},
+		{"a rule of every item of an unbounded list", `{"type":"object","properties":{"spec":{"type":"object","properties":{"items":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"}},"x-kubernetes-validations":[{"rule":"self.name.lowerAscii().matches('^a.*')","messageExpression":"self.name + ' bad'"}]}}}}}}`,
+			root + ".properties[spec].properties[items].items.x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of more than 100x" + budget + "\n" +
+				root + ".properties[spec].properties[items].items.x-kubernetes-validations[0].rule: Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema\n" + totalErr},
+	} {
+		got := errorLines(newSchema(t, tc.schema).RuleErrors(field.NewPath("spec", "validation", "openAPIV3Schema")))
+		if got != tc.want {
+			t.Errorf("%s: got\n%s\nwant\n%s", tc.name, got, tc.want)
+		}
+	}
+}
