@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -150,5 +151,75 @@ func TestTableWatch(t *testing.T) {
 	}
 	if second.Kind != "Table" || second.Columns != nil || len(second.Rows) != 1 || !slices.Equal(second.Rows[0].Cells[:2], []any{"b", 0.0}) {
 		t.Errorf("second event: %s %s with %d columns, rows %+v", events[1].Type, second.Kind, len(second.Columns), second.Rows)
+	}
+}
+
+// TestTableWatchMetadataAndBookmarks: as kube-apiserver 1.37's, each
+// Table of a watch carries its object's resourceVersion, and a BOOKMARK
+// is a Table too, of one row: an empty object's cells and the bookmark
+// object as includeObject asks (recorded from kube-apiserver).
+func TestTableWatchMetadataAndBookmarks(t *testing.T) {
+	t.Parallel()
+	ns := htNamespace(t, "table-watch-bookmark")
+	cms := "/api/v1/namespaces/" + ns + "/configmaps"
+	htJSON(t, "POST", cms, htConfigMapBody("a", map[string]string{"k": "v"}), http.StatusCreated, nil)
+	for _, include := range []string{"", "Object"} {
+		resp, data := htDo(t, "GET", cms+"?watch=1&timeoutSeconds=1&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&includeObject="+include, "", nil,
+			"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("watch: %d %s", resp.StatusCode, data)
+		}
+		lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+		if len(lines) < 2 {
+			t.Fatalf("includeObject=%s: events: %s", include, data)
+		}
+		var added struct {
+			Type   string
+			Object struct {
+				Kind     string
+				Metadata map[string]any
+				Rows     []struct {
+					Object struct {
+						Metadata struct{ ResourceVersion string }
+					}
+				}
+			}
+		}
+		if err := json.Unmarshal(lines[0], &added); err != nil {
+			t.Fatal(err)
+		}
+		if added.Type != "ADDED" || len(added.Object.Rows) != 1 || added.Object.Metadata["resourceVersion"] == nil ||
+			added.Object.Metadata["resourceVersion"] != added.Object.Rows[0].Object.Metadata.ResourceVersion {
+			t.Errorf("includeObject=%s: ADDED event's Table metadata: %s", include, lines[0])
+		}
+		var bookmark struct {
+			Type   string
+			Object struct {
+				Metadata struct{ ResourceVersion string }
+			}
+		}
+		var bookmarkLine []byte
+		for _, l := range lines {
+			if bytes.HasPrefix(l, []byte(`{"type":"BOOKMARK"`)) {
+				bookmarkLine = l // the initial-events-end one, first
+				break
+			}
+		}
+		if err := json.Unmarshal(bookmarkLine, &bookmark); err != nil {
+			t.Fatalf("includeObject=%s: no bookmark: %s", include, data)
+		}
+		rv := bookmark.Object.Metadata.ResourceVersion
+		kind, apiVersion := "PartialObjectMetadata", "meta.k8s.io/v1"
+		if include == "Object" {
+			kind, apiVersion = "ConfigMap", "v1"
+		}
+		want := `{"type":"BOOKMARK","object":{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"` + rv + `"},"columnDefinitions":null,` +
+			`"rows":[{"cells":["",0,"\u003cunknown\u003e"],"object":{"kind":"` + kind + `","apiVersion":"` + apiVersion + `","metadata":{"resourceVersion":"` + rv + `","annotations":{"k8s.io/initial-events-end":"true"}}}}]}}`
+		var got, wanted any
+		json.Unmarshal(bookmarkLine, &got)
+		json.Unmarshal([]byte(want), &wanted)
+		if rv == "" || !reflect.DeepEqual(got, wanted) {
+			t.Errorf("includeObject=%s: bookmark\n%s\nwant\n%s", include, bookmarkLine, want)
+		}
 	}
 }

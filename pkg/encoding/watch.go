@@ -104,13 +104,19 @@ func (e *EventEncoder) appendEvent(buf []byte, ev storage.Event) ([]byte, error)
 	buf = append(buf, ev.Type...)
 	buf = append(buf, `","object":`...)
 	switch {
+	case ev.Type == storage.EventBookmark && e.format.Table != nil:
+		// kube-apiserver converts a bookmark as any object: a Table of
+		// one row, the cells of an empty object, the bookmark's object
+		// as includeObject asks.
+		buf = e.appendTableBookmark(buf, ev)
 	case ev.Type == storage.EventBookmark:
 		buf = e.appendBookmark(buf, ev)
 	case ev.Type == storage.EventError:
 		data, _ := json.Marshal(&apistatus.From(ev.Err, e.res.Subject("")).ErrStatus)
 		buf = append(buf, data...)
 	case e.format.Table != nil:
-		buf = e.format.Table.AppendTable(buf, e.res, []*object.Object{ev.Object}, nil)
+		// With the object's resourceVersion, as kube-apiserver's.
+		buf = e.format.Table.AppendTable(buf, e.res, []*object.Object{ev.Object}, &storage.List{ResourceVersion: ev.Object.ResourceVersion()})
 		e.format.Table.noHeaders = true // the first event's are the watch's
 	case e.format.Partial != "":
 		buf = appendPartialJSON(buf, e.format.Partial, ev.Object)
@@ -137,6 +143,20 @@ func (e *EventEncoder) protobufObject(ev storage.Event) ([]byte, error) {
 		return bookmarkProtobuf(e.res, ev), nil
 	}
 	return ObjectProtobuf(e.res, ev.Object)
+}
+
+// appendTableBookmark appends a BOOKMARK's object as a Table.
+func (e *EventEncoder) appendTableBookmark(buf []byte, ev storage.Event) []byte {
+	bookmark := *e
+	bookmark.format.Partial = ""
+	data := bookmark.appendBookmark(nil, storage.Event{InitialEventsEnd: ev.InitialEventsEnd})
+	obj, _, err := object.Decode(e.res.Schema(), "", data, ev.ResourceVersion)
+	if err != nil { // the bookmark's own JSON: a bug
+		return bookmark.appendBookmark(buf, ev)
+	}
+	buf = e.format.Table.AppendTable(buf, e.res, []*object.Object{obj}, &storage.List{ResourceVersion: ev.ResourceVersion})
+	e.format.Table.noHeaders = true
+	return buf
 }
 
 // appendBookmark appends a BOOKMARK's object: the resource's kind (or
