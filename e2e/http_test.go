@@ -433,7 +433,8 @@ func TestHTTPListAndWatchEncoding(t *testing.T) {
 		t.Errorf("list items: %v", list.names())
 	}
 	for _, item := range list.Items {
-		if item.Kind != "ConfigMap" || item.APIVersion != "v1" || item.Metadata.Namespace != ns || item.Metadata.ResourceVersion == "" || item.Metadata.UID == "" {
+		// As kube-apiserver's typed lists: items without kind and apiVersion.
+		if item.Kind != "" || item.APIVersion != "" || item.Metadata.Namespace != ns || item.Metadata.ResourceVersion == "" || item.Metadata.UID == "" {
 			t.Errorf("list item: %+v", item)
 		}
 	}
@@ -882,5 +883,70 @@ func (w *lateWatcher) forward() {
 		case <-w.stopped:
 			return
 		}
+	}
+}
+
+// TestListItemsTypeMeta: as kube-apiserver 1.37's typed lists, a built-in
+// kind's JSON (and YAML) list has items without kind and apiVersion, also
+// those the server stored itself (the namespace's kube-root-ca.crt); a
+// custom resource's items keep them, as do a Table's row objects and
+// watch events.
+func TestListItemsTypeMeta(t *testing.T) {
+	t.Parallel()
+	ns := htNamespace(t, "list-typemeta")
+	waitForRootCA(t, ns)
+	cms := "/api/v1/namespaces/" + ns + "/configmaps"
+	htJSON(t, "POST", cms, htConfigMapBody("a", map[string]string{"k": "v"}), http.StatusCreated, nil)
+	widgets := "/apis/example.com/v1/namespaces/" + ns + "/widgets"
+	htJSON(t, "POST", widgets, map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "w"}}, http.StatusCreated, nil)
+	type typeMeta struct {
+		Kind       string `json:"kind"`
+		APIVersion string `json:"apiVersion"`
+		Metadata   struct {
+			Name            string `json:"name"`
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	items := func(path string, header ...string) []typeMeta {
+		resp, data := htDo(t, "GET", path, "", nil, header...)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, data)
+		}
+		var list struct {
+			Items []typeMeta `json:"items"`
+			Rows  []struct {
+				Object typeMeta `json:"object"`
+			} `json:"rows"`
+		}
+		if err := json.Unmarshal(data, &list); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		for _, r := range list.Rows {
+			list.Items = append(list.Items, r.Object)
+		}
+		return list.Items
+	}
+	got := items(cms)
+	if len(got) != 2 {
+		t.Fatalf("config maps: %+v", got)
+	}
+	for _, it := range got {
+		if it.Kind != "" || it.APIVersion != "" || it.Metadata.Name == "" || it.Metadata.ResourceVersion == "" {
+			t.Errorf("a ConfigMap list item: %+v", it)
+		}
+	}
+	for _, it := range items(widgets) {
+		if it.Kind != "Widget" || it.APIVersion != "example.com/v1" {
+			t.Errorf("a Widget list item: %+v", it)
+		}
+	}
+	for _, it := range items(cms+"?includeObject=Object", "Accept", "application/json;as=Table;v=v1;g=meta.k8s.io") {
+		if it.Kind != "ConfigMap" || it.APIVersion != "v1" {
+			t.Errorf("a Table row's object: %+v", it)
+		}
+	}
+	resp, data := htDo(t, "GET", cms+"?watch=1&timeoutSeconds=1&resourceVersion=0", "", nil)
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(data, []byte(`"object":{"kind":"ConfigMap","apiVersion":"v1",`)) {
+		t.Errorf("watch events: %d %s", resp.StatusCode, data)
 	}
 }

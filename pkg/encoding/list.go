@@ -7,6 +7,7 @@ package encoding
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -139,11 +140,41 @@ func WriteList(w http.ResponseWriter, f Format, res *resource.Resource, list *st
 			scratch = appendPartialJSON(scratch[:0], f.Partial, obj)
 			bw.Write(scratch)
 		}))
-	case f.MediaType == YAMLType:
-		err := writeYAMLList(w, list, jsonList(kind, apiVersion, writeObjectJSON))
+	}
+	write := writeObjectJSON
+	if res.Definition == "" {
+		// kube-apiserver's typed lists have items without kind and
+		// apiVersion; custom resources' (unstructured) keep them.
+		write = writeItemJSON(res)
+	}
+	if f.MediaType == YAMLType {
+		err := writeYAMLList(w, list, jsonList(kind, apiVersion, write))
 		return err == nil, err
 	}
-	return true, streamList(w, list, jsonList(kind, apiVersion, writeObjectJSON))
+	return true, streamList(w, list, jsonList(kind, apiVersion, write))
+}
+
+// writeItemJSON writes an item of a built-in kind's JSON list without its
+// kind and apiVersion: at once when its stored JSON begins with them (as
+// encoding through the kind's Go type writes it), else through a decoding.
+func writeItemJSON(res *resource.Resource) func(bw *bufio.Writer, obj *object.Object) {
+	kindJSON, _ := json.Marshal(res.Kind)
+	apiVersionJSON, _ := json.Marshal(res.GroupVersion())
+	prefix := `{"kind":` + string(kindJSON) + `,"apiVersion":` + string(apiVersionJSON) + `,`
+	return func(bw *bufio.Writer, obj *object.Object) {
+		if done, _ := obj.WriteJSONWithoutPrefix(bw, prefix); done {
+			return
+		}
+		var members map[string]json.RawMessage
+		if err := json.Unmarshal(obj.JSON(), &members); err != nil {
+			obj.WriteJSON(bw)
+			return
+		}
+		delete(members, "kind")
+		delete(members, "apiVersion")
+		data, _ := json.Marshal(members)
+		bw.Write(data)
+	}
 }
 
 // writeObjectJSON writes an item of a JSON list.

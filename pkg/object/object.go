@@ -118,6 +118,27 @@ func (o *Object) AppendJSON(buf []byte) []byte {
 	return append(buf, o.stored[o.rvAt:]...)
 }
 
+// WriteJSONWithoutPrefix writes the object as WriteJSON does, its stored
+// JSON's first members prefix (e.g. `{"kind":"Pod","apiVersion":"v1",`)
+// written as `{`; false, writing nothing, if the stored JSON does not
+// begin with prefix.
+func (o *Object) WriteJSONWithoutPrefix(w *bufio.Writer, prefix string) (bool, error) {
+	if len(prefix) < 2 || prefix[len(prefix)-1] != ',' || int32(len(prefix)) > o.rvAt || o.stored[:len(prefix)] != prefix {
+		return false, nil
+	}
+	w.WriteByte('{')
+	w.WriteString(o.stored[len(prefix):o.rvAt])
+	w.WriteString(`"resourceVersion":"`)
+	w.Write(strconv.AppendUint(w.AvailableBuffer(), o.rv, 10))
+	if o.comma() {
+		w.WriteString(`",`)
+	} else {
+		w.WriteByte('"')
+	}
+	_, err := w.WriteString(o.stored[o.rvAt:])
+	return true, err
+}
+
 // WriteJSON writes the object as served to clients, with
 // metadata.resourceVersion, into a buffered writer without allocating.
 func (o *Object) WriteJSON(w *bufio.Writer) error {
