@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
@@ -229,10 +230,14 @@ var generatedTypes = sync.OnceValue(func() map[string]generatedType {
 })
 
 // listTypes are the list types of the built-in kinds (those of client-go's
-// scheme and apiextensions.k8s.io's) by the type of their items.
+// scheme, apiextensions.k8s.io's and apiregistration.k8s.io's) by the type
+// of their items.
 var listTypes = sync.OnceValue(func() map[reflect.Type]reflect.Type {
 	apiextensions := runtime.NewScheme()
 	if err := apiextensionsv1.AddToScheme(apiextensions); err != nil {
+		panic(err)
+	}
+	if err := apiregistrationv1.AddToScheme(apiextensions); err != nil {
 		panic(err)
 	}
 	lists := map[reflect.Type]reflect.Type{}

@@ -186,6 +186,7 @@ func Builtins() []*Resource {
 		{Group: authentication, Version: "v1", Kind: "SelfSubjectReview", Plural: "selfsubjectreviews", CreateOnly: true,
 			StrategicMergeType: authenticationv1.SelfSubjectReview{}},
 	}
+	rs = append(rs, groupBuiltins()...)
 	for _, r := range rs {
 		r.builtin = true
 	}
