@@ -26,6 +26,9 @@ type column struct {
 	format      string // "name" for the object's name
 	description string
 	priority    int32 // 0, or 1 for the columns of kubectl get -o wide
+	// noDefinition: the cell is in every row, the column not in the
+	// definitions (see undefined).
+	noDefinition bool
 	cell
 }
 
@@ -68,11 +71,13 @@ func newTable(columns []column) *Table {
 		Priority    int32  `json:"priority"`
 	}
 	var paths []string
-	defs := make([]definition, len(columns))
-	for i, c := range columns {
+	defs := make([]definition, 0, len(columns))
+	for _, c := range columns {
 		t.offsets = append(t.offsets, len(paths))
 		paths = append(paths, c.paths...)
-		defs[i] = definition{c.name, c.typ, c.format, c.description, c.priority}
+		if !c.noDefinition {
+			defs = append(defs, definition{c.name, c.typ, c.format, c.description, c.priority})
+		}
 	}
 	t.paths, t.slots = compile(paths), len(paths)
 	t.definitions, _ = json.Marshal(defs)
