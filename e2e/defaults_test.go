@@ -14,7 +14,8 @@ import (
 // cluster IPs or node ports (no service network here), adds no
 // storage-protection finalizers (no controller would remove them) and no
 // not-ready taint to new nodes (kube-apiserver's admission plugins), and a
-// transition time is the time of the create.
+// transition time is the time of the create. A CertificateSigningRequest
+// names its requester, another user there (the reference's token user).
 var defaultsDifferences = map[string][]string{
 	"service":                          {"spec.clusterIP", "spec.clusterIPs"},
 	"service-nodeport":                 {"spec.clusterIP", "spec.clusterIPs", "spec.ports.0.nodePort"},
@@ -23,6 +24,10 @@ var defaultsDifferences = map[string][]string{
 	"persistentvolumeclaim-datasource": {"metadata.finalizers"},
 	"service-loadbalancer":             {"spec.clusterIP", "spec.clusterIPs", "spec.ports.0.nodePort"},
 	"node":                             {"spec.taints"},
+	"volumeattributesclass":            {"metadata.finalizers"},
+	"apiservice":                       {"status.conditions.0.lastTransitionTime"},
+	"devicetaintrule":                  {"spec.taint.timeAdded"},
+	"certificatesigningrequest":        {"spec.username", "spec.uid", "spec.groups"},
 }
 
 // TestDefaults creates a sample of every kind (testdata/defaults) and

@@ -21,7 +21,8 @@ type (
 	MutatingPlugins struct{ Builtin *Builtin }
 	// CreateDefaults applies what a kind's strategy sets on a new object
 	// after its status was reset (defaults.ApplyOnCreate: a pod's phase
-	// and QoS class, a claim's phase). It comes after the mutating
+	// and QoS class, a claim's phase; defaults.SetRequester: a
+	// CertificateSigningRequest's requester). It comes after the mutating
 	// plugins, so that a pod's QoS class reflects the LimitRanger's
 	// defaults.
 	CreateDefaults struct{}
@@ -48,6 +49,9 @@ func (s MutatingPlugins) Mutate(ctx context.Context, req *pipeline.Request) (map
 func (CreateDefaults) Mutate(_ context.Context, req *pipeline.Request) (map[string]any, error) {
 	if req.Operation == admissionv1.Create {
 		defaults.ApplyOnCreate(req.Resource.Group, req.Resource.Kind, req.Object)
+		if u := req.User; u != nil {
+			defaults.SetRequester(req.Resource.Group, req.Resource.Kind, req.Object, u.Name, u.UID, u.Groups, u.Extra)
+		}
 	}
 	return req.Object, nil
 }
