@@ -198,6 +198,10 @@ func entries(res, storage *resource.Resource) []metav1.APIResource {
 		out = append(out, metav1.APIResource{Name: res.Plural + "/scale", Namespaced: res.Namespaced,
 			Group: "autoscaling", Version: "v1", Kind: "Scale", Verbs: subresourceVerbs})
 	}
+	if res.Approval {
+		out = append(out, metav1.APIResource{Name: res.Plural + "/approval", Namespaced: res.Namespaced,
+			Kind: res.Kind, Verbs: subresourceVerbs})
+	}
 	if res.Finalize {
 		out = append(out, metav1.APIResource{Name: res.Plural + "/finalize", Namespaced: res.Namespaced,
 			Kind: res.Kind, Verbs: metav1.Verbs{"update"}})

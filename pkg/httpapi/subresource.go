@@ -20,10 +20,12 @@ import (
 )
 
 // hasStoredSubresource reports whether res serves sub from its own store:
-// status (the object, of which only status is written), scale, or a
-// namespace's finalize (only spec.finalizers written).
+// status (the object, of which only status is written), scale, a
+// namespace's finalize (only spec.finalizers written) or a CSR's approval
+// (only status.conditions written).
 func hasStoredSubresource(res *resource.Resource, sub string) bool {
-	return sub == "status" && res.Status || sub == "scale" && res.Scale || sub == "finalize" && res.Finalize
+	return sub == "status" && res.Status || sub == "scale" && res.Scale || sub == "finalize" && res.Finalize ||
+		sub == "approval" && res.Approval
 }
 
 // serveStoredSubresource answers get, update and patch of /status and
@@ -33,11 +35,11 @@ func (s *Server) serveStoredSubresource(w http.ResponseWriter, r *http.Request, 
 	case req.verb != "get" && req.verb != "update" && req.verb != "patch",
 		req.subresource == "finalize" && req.verb != "update":
 		apistatus.Write(w, apistatus.MethodNotAllowed(), req.res.Subject(req.name))
-	case req.subresource == "status" && req.verb == "get":
+	case (req.subresource == "status" || req.subresource == "approval") && req.verb == "get":
 		s.get(w, r, req, store)
 	case req.subresource != "scale" && req.verb == "update":
 		s.update(w, r, req, store)
-	case req.subresource == "status":
+	case req.subresource == "status" || req.subresource == "approval":
 		s.patch(w, r, req, store)
 	case req.verb == "get":
 		obj, err := store.Get(r.Context(), req.key(), storage.GetOptions{ResourceVersion: r.URL.Query().Get("resourceVersion")})

@@ -20,7 +20,9 @@ import (
 
 // groupBuiltins are the resources of the other groups kube-apiserver
 // serves by default, with its names, short names, categories, scope,
-// selectable fields and subresources.
+// selectable fields and subresources. kube-apiserver still stores a few
+// in an older version (ReportedStorageVersion, as its discovery's
+// storageVersionHash tells).
 func groupBuiltins() []*Resource {
 	const (
 		certificates = "certificates.k8s.io"
@@ -33,12 +35,13 @@ func groupBuiltins() []*Resource {
 		{Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler", Plural: "horizontalpodautoscalers", ShortNames: []string{"hpa"},
 			Namespaced: true, Categories: all, Status: true, Generation: true, StrategicMergeType: autoscalingv2.HorizontalPodAutoscaler{}},
 		{Group: certificates, Version: "v1", Kind: "CertificateSigningRequest", Plural: "certificatesigningrequests", ShortNames: []string{"csr"},
-			SelectableFields: []string{"spec.signerName"}, Status: true, StrategicMergeType: certificatesv1.CertificateSigningRequest{}},
+			SelectableFields: []string{"spec.signerName"}, Status: true, Approval: true,
+			StrategicMergeType: certificatesv1.CertificateSigningRequest{}},
 		{Group: certificates, Version: "v1", Kind: "ClusterTrustBundle", Plural: "clustertrustbundles",
-			SelectableFields: []string{"spec.signerName"}, StrategicMergeType: certificatesv1.ClusterTrustBundle{}},
+			SelectableFields: []string{"spec.signerName"}, ReportedStorageVersion: "v1beta1", StrategicMergeType: certificatesv1.ClusterTrustBundle{}},
 		{Group: certificates, Version: "v1", Kind: "PodCertificateRequest", Plural: "podcertificaterequests", Namespaced: true,
 			SelectableFields: []string{"spec.signerName", "spec.podName", "spec.nodeName"}, Status: true,
-			StrategicMergeType: certificatesv1.PodCertificateRequest{}},
+			ReportedStorageVersion: "v1beta1", StrategicMergeType: certificatesv1.PodCertificateRequest{}},
 		{Group: "node.k8s.io", Version: "v1", Kind: "RuntimeClass", Plural: "runtimeclasses", StrategicMergeType: nodev1.RuntimeClass{}},
 		{Group: storage, Version: "v1", Kind: "CSIDriver", Plural: "csidrivers", StrategicMergeType: storagev1.CSIDriver{}},
 		{Group: storage, Version: "v1", Kind: "CSINode", Plural: "csinodes", Status: true, StrategicMergeType: storagev1.CSINode{}},
@@ -60,7 +63,7 @@ func groupBuiltins() []*Resource {
 			Generation: true, StrategicMergeType: flowcontrolv1.PriorityLevelConfiguration{}},
 		{Group: dra, Version: "v1", Kind: "DeviceClass", Plural: "deviceclasses", Generation: true, StrategicMergeType: resourcev1.DeviceClass{}},
 		{Group: dra, Version: "v1", Kind: "DeviceTaintRule", Plural: "devicetaintrules", Status: true, Generation: true,
-			StrategicMergeType: resourcev1.DeviceTaintRule{}},
+			ReportedStorageVersion: "v1beta2", StrategicMergeType: resourcev1.DeviceTaintRule{}},
 		{Group: dra, Version: "v1", Kind: "ResourceClaim", Plural: "resourceclaims", Namespaced: true, Status: true,
 			StrategicMergeType: resourcev1.ResourceClaim{}},
 		{Group: dra, Version: "v1", Kind: "ResourceClaimTemplate", Plural: "resourceclaimtemplates", Namespaced: true,
@@ -72,6 +75,6 @@ func groupBuiltins() []*Resource {
 			FieldLabelError:    "field label not supported for resource.k8s.io/v1, Kind=ResourceSlice: %s",
 			StrategicMergeType: resourcev1.ResourceSlice{}},
 		{Group: "storagemigration.k8s.io", Version: "v1", Kind: "StorageVersionMigration", Plural: "storageversionmigrations",
-			Status: true, StrategicMergeType: storagemigrationv1.StorageVersionMigration{}},
+			Status: true, ReportedStorageVersion: "v1beta1", StrategicMergeType: storagemigrationv1.StorageVersionMigration{}},
 	}
 }

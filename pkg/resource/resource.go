@@ -96,6 +96,10 @@ type Resource struct {
 	// Finalize says the kind has a finalize subresource (namespaces): an
 	// update of it writes only spec.finalizers.
 	Finalize bool `json:"-"`
+	// Approval says the kind has an approval subresource
+	// (CertificateSigningRequests): get, update and patch of it write only
+	// status.conditions.
+	Approval bool `json:"-"`
 
 	// StoredWith, for a resource that serves another resource's objects in
 	// another version (events.k8s.io/v1 events are core/v1 events), names

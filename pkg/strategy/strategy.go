@@ -70,6 +70,7 @@ func PrepareForUpdate(res *resource.Resource, subresource string, obj, old map[s
 var subresourcePaths = map[string][]string{
 	"status":   {"status"},
 	"finalize": {"spec", "finalizers"},
+	"approval": {"status", "conditions"},
 }
 
 // writeOnly makes obj old with the value obj has at path (absent if obj
