@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 )
 
 // groupsCSR is a PKCS#10 request (PEM, base64) for the tests'
@@ -67,4 +69,58 @@ spec:
 			t.Errorf("kubectl get hpa: no %q in\n%s", want, out)
 		}
 	}
+}
+
+// TestAPIServices: every served group version has its local, Available
+// APIService, with kube-apiserver's priorities for the built-in ones
+// ("v1." for the core group) and a custom resource's for example.com's
+// (testdata/resources.yaml), as kube-apiserver's autoregister and
+// crdregistration controllers make them.
+func TestAPIServices(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, group, version, managed  string
+		groupPriority, versionPriority int32
+	}{
+		{"v1.", "", "v1", "onstart", 18000, 1},
+		{"v1.apps", "apps", "v1", "onstart", 17800, 15},
+		{"v2.autoscaling", "autoscaling", "v2", "onstart", 17500, 30},
+		{"v1.flowcontrol.apiserver.k8s.io", "flowcontrol.apiserver.k8s.io", "v1", "onstart", 16100, 21},
+		{"v1.example.com", "example.com", "v1", "true", 1000, 100},
+	} {
+		var svc apiregistrationv1.APIService
+		htJSON(t, "GET", "/apis/apiregistration.k8s.io/v1/apiservices/"+tc.name, nil, http.StatusOK, &svc)
+		s := svc.Spec
+		if s.Group != tc.group || s.Version != tc.version || s.GroupPriorityMinimum != tc.groupPriority ||
+			s.VersionPriority != tc.versionPriority || s.Service != nil || svc.Labels["kube-aggregator.kubernetes.io/automanaged"] != tc.managed {
+			t.Errorf("%s: %+v %v", tc.name, s, svc.Labels)
+		}
+		if c := svc.Status.Conditions; len(c) != 1 || c[0].Type != apiregistrationv1.Available || c[0].Status != apiregistrationv1.ConditionTrue || c[0].Reason != "Local" {
+			t.Errorf("%s: conditions %+v", tc.name, c)
+		}
+	}
+	resp, _ := htDo(t, "GET", "/apis/apiregistration.k8s.io/v1/apiservices/v1.apiregistration.k8s.io", "", nil)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("v1.apiregistration.k8s.io: %d, want 404 (kube-apiserver has none)", resp.StatusCode)
+	}
+}
+
+// TestAPIServicesOfCustomResources: a CustomResourceDefinition's group
+// version gets its APIService once served, and loses it with the
+// definition.
+func TestAPIServicesOfCustomResources(t *testing.T) {
+	k := newKubectl(t, "apisvc")
+	crd := strings.NewReplacer("gadgets.example.org", "gadgets.apisvc.example.org", "group: example.org", "group: apisvc.example.org",
+		"shortNames: [gd]", "shortNames: [gdas]").Replace(gadgetsCRD)
+	k.must("apply", "-f", k.file("crd.yaml", crd))
+	t.Cleanup(func() { k.run("delete", "crd", "gadgets.apisvc.example.org", "--wait=false") })
+	waitFor(t, "the APIService of apisvc.example.org", func() bool {
+		_, _, err := k.run("get", "apiservice", "v1.apisvc.example.org")
+		return err == nil
+	})
+	k.must("delete", "crd", "gadgets.apisvc.example.org")
+	waitFor(t, "the APIService of apisvc.example.org to go", func() bool {
+		_, errOut, _ := k.run("get", "apiservice", "v1.apisvc.example.org")
+		return strings.Contains(errOut, "NotFound")
+	})
 }

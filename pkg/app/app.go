@@ -331,6 +331,11 @@ func Start(cfg Config) (_ *App, err error) {
 	if err := ensureSystemObjects(ctx, registry); err != nil {
 		return nil, err
 	}
+	apiSvcs := &apiServices{registry: registry, log: cfg.Log}
+	if err := apiSvcs.ensureBuiltin(ctx); err != nil {
+		return nil, err
+	}
+	registry.OnChange(apiSvcs.changed)
 	if cfg.CompactionInterval > 0 {
 		go etcd3.NewCompactor(a.client, cfg.EtcdPrefix, cfg.CompactionInterval, cfg.Log).Run(ctx)
 		for _, c := range a.overrides {
