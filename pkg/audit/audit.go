@@ -1,22 +1,33 @@
-// Package audit writes kube-apiserver's audit log: one audit.k8s.io/v1
-// Event per request, as a JSON line, at level Metadata (who, what, on
-// which object, the answer's code, timestamps; no bodies), rotated by size
-// (--audit-log-path, --audit-log-maxsize, --audit-log-maxbackup,
-// --audit-log-maxage).
+// Package audit writes kube-apiserver's audit events (audit.k8s.io/v1) to
+// a log file as JSON lines, rotated by size (--audit-log-path,
+// --audit-log-maxsize, --audit-log-maxbackup, --audit-log-maxage), and to
+// a webhook (--audit-webhook-config-file, webhook.go), at the level and
+// stages an audit policy gives each request (--audit-policy-file,
+// policy.go).
 //
-// Stages: every request is logged once at ResponseComplete (or Panic);
-// watches, which last, also at ResponseStarted when their response
-// begins. RequestReceived is not logged, as with the omitStages of the
-// audit policies most clusters use. kube-apiserver logs nothing without a
-// policy file; here --audit-log-path alone logs everything at Metadata.
+// Stages, as kube-apiserver: RequestReceived once the user is known,
+// ResponseStarted when a long-running request's (watch, exec, log...)
+// response begins, ResponseComplete when it ends, Panic if the handler
+// panicked; a request refused by authentication has one event, at
+// ResponseStarted. The policy is evaluated after authentication, for the
+// authenticated (not the impersonated) user.
+//
+// Without a policy file, every request is logged at Metadata without the
+// RequestReceived stage (DefaultPolicy): kube-apiserver logs nothing
+// without a policy; watchcache logged so before it read policies and keeps
+// that default.
 package audit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,7 +43,7 @@ import (
 // the request header by which a client may choose it).
 const HeaderAuditID = "Audit-ID"
 
-// Config says where events go.
+// Config says where events go and which.
 type Config struct {
 	// Path is the log file ("-": standard output; empty: no audit log).
 	Path string
@@ -41,37 +52,79 @@ type Config struct {
 	// many rotated files are kept (0: all), MaxAge for how many days (0:
 	// forever).
 	MaxSize, MaxBackups, MaxAge int
+	// Policy decides each request's level and stages (nil:
+	// DefaultPolicy).
+	Policy *Policy
+	// Webhook, if not nil, is sent every event too.
+	Webhook *Webhook
+}
+
+// sink is where encoded events go.
+type sink interface {
+	process(event []byte)
+	Close() error
 }
 
 // Log writes audit events. A nil *Log writes none but still gives every
 // response its Audit-ID, as kube-apiserver does.
 type Log struct {
-	mu  sync.Mutex // serializes writes of whole lines
-	out io.Writer
+	policy *Policy
+	sinks  []sink
 }
 
-// New opens the log of cfg; nil without a path.
+// New opens the log of cfg; nil with neither a path nor a webhook.
 func New(cfg Config) (*Log, error) {
+	l := &Log{policy: cfg.Policy}
+	if l.policy == nil {
+		l.policy = DefaultPolicy()
+	}
 	switch cfg.Path {
 	case "":
-		return nil, nil
 	case "-":
-		return &Log{out: os.Stdout}, nil
+		l.sinks = append(l.sinks, &fileSink{out: os.Stdout})
+	default:
+		w := &lumberjack.Logger{Filename: cfg.Path, MaxSize: cfg.MaxSize, MaxBackups: cfg.MaxBackups, MaxAge: cfg.MaxAge}
+		// Open now, so that an unwritable path refuses the start.
+		if _, err := w.Write(nil); err != nil {
+			return nil, err
+		}
+		l.sinks = append(l.sinks, &fileSink{out: w})
 	}
-	w := &lumberjack.Logger{Filename: cfg.Path, MaxSize: cfg.MaxSize, MaxBackups: cfg.MaxBackups, MaxAge: cfg.MaxAge}
-	// Open now, so that an unwritable path refuses the start.
-	if _, err := w.Write(nil); err != nil {
-		return nil, err
+	if cfg.Webhook != nil {
+		l.sinks = append(l.sinks, cfg.Webhook)
 	}
-	return &Log{out: w}, nil
+	if len(l.sinks) == 0 {
+		return nil, nil
+	}
+	return l, nil
 }
 
-// Close closes the log file.
+// Close closes the log file and sends the webhook's last events.
 func (l *Log) Close() error {
 	if l == nil {
 		return nil
 	}
-	if c, ok := l.out.(io.Closer); ok && l.out != os.Stdout {
+	var errs []error
+	for _, s := range l.sinks {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// fileSink writes events as JSON lines.
+type fileSink struct {
+	mu  sync.Mutex // serializes writes of whole lines
+	out io.Writer
+}
+
+func (f *fileSink) process(event []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.out.Write(append(event, '\n'))
+}
+
+func (f *fileSink) Close() error {
+	if c, ok := f.out.(io.Closer); ok && f.out != os.Stdout {
 		return c.Close()
 	}
 	return nil
@@ -83,12 +136,21 @@ type recordKey struct{}
 // goroutine touches it until the handler returns.
 type record struct {
 	event Event
+	info  *requestinfo.Info
+	// evaluated is set once the policy has been (after authentication);
+	// cfg is its answer.
+	evaluated   bool
+	cfg         requestConfig
+	longRunning bool
+	// requestBody is the request's body as read, from level Request on.
+	requestBody bytes.Buffer
+	contentType string
 }
 
-// Handler gives each request an Audit-ID and logs its event when it ends.
-// It must run inside requestinfo.WithRequestInfo and outside
-// authentication; WithUser (after authentication) and Decided (from the
-// authorization filter) fill in who the request is from.
+// Handler gives each request an Audit-ID and logs its events. It must run
+// inside requestinfo.WithRequestInfo and outside authentication; WithUser
+// (after authentication) evaluates the policy, and Decided (from the
+// authorization filter) fills in the decision.
 func (l *Log) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(HeaderAuditID)
@@ -100,36 +162,73 @@ func (l *Log) Handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		rec := &record{event: newEvent(r, id)}
-		rw := &responseWriter{ResponseWriter: w, log: l, rec: rec, watch: rec.event.Verb == "watch"}
+		rec := newRecord(r, id)
+		rw := &responseWriter{ResponseWriter: w, log: l, rec: rec}
 		defer func() {
-			if p := recover(); p != nil {
+			p := recover()
+			switch {
+			case !rec.evaluated:
+				l.failedAuthentication(rec, rw, r)
+			case rec.cfg.level == LevelNone:
+			case p != nil:
 				rec.event.ResponseStatus = &metav1.Status{Code: http.StatusInternalServerError, Status: metav1.StatusFailure,
 					Reason: metav1.StatusReasonInternalError, Message: "APIServer panic'd"}
-				l.write(rec.event, StagePanic)
+				l.emit(rec, rec.event, StagePanic)
+			default:
+				rec.event.ResponseStatus = rw.status()
+				l.complete(rec, rw)
+			}
+			if p != nil {
 				panic(p)
 			}
-			rec.event.ResponseStatus = rw.status()
-			l.write(rec.event, StageResponseComplete)
 		}()
 		next.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), recordKey{}, rec)))
 	})
 }
 
-// WithUser records the authenticated user of the request; it goes right
-// after authentication (before impersonation changes the user).
+// WithUser records the authenticated user of the request and evaluates the
+// policy for it, logging RequestReceived; it goes right after
+// authentication (before impersonation changes the user).
 func (l *Log) WithUser(next http.Handler) http.Handler {
 	if l == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rec, ok := r.Context().Value(recordKey{}).(*record); ok {
-			if u := user.From(r.Context()); u != nil {
-				rec.event.User = u.APIUserInfo()
-			}
+		rec, ok := r.Context().Value(recordKey{}).(*record)
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		u := user.From(r.Context())
+		if u != nil {
+			rec.event.User = u.APIUserInfo()
+		}
+		rec.evaluated, rec.cfg = true, l.policy.evaluate(u, rec.info)
+		rec.event.Level = rec.cfg.level
+		if rec.cfg.level == LevelNone {
+			next.ServeHTTP(w, r)
+			return
+		}
+		l.emit(rec, rec.event, StageRequestReceived)
+		if rec.cfg.level.atLeast(LevelRequest) && r.Body != nil && r.Body != http.NoBody {
+			rec.contentType = r.Header.Get("Content-Type")
+			r = r.WithContext(r.Context())
+			r.Body = teeBody{ReadCloser: r.Body, copy: &rec.requestBody}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// teeBody keeps what is read of a request's body.
+type teeBody struct {
+	io.ReadCloser
+	copy *bytes.Buffer
+}
+
+func (t teeBody) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	t.copy.Write(p[:n])
+	return n, err
 }
 
 // Decided is the authorization filter's filters.Decided: it records the
@@ -150,11 +249,10 @@ func (l *Log) Decided(r *http.Request, allowed bool, reason string) {
 	}
 }
 
-// newEvent is a request's event before it is served.
-func newEvent(r *http.Request, id string) Event {
+// newRecord is a request's record before it is served.
+func newRecord(r *http.Request, id string) *record {
 	ev := Event{
 		TypeMeta:                 metav1.TypeMeta{Kind: "Event", APIVersion: "audit.k8s.io/v1"},
-		Level:                    LevelMetadata,
 		AuditID:                  id,
 		RequestURI:               r.URL.RequestURI(),
 		UserAgent:                r.UserAgent(),
@@ -165,27 +263,82 @@ func newEvent(r *http.Request, id string) Event {
 	}
 	info := requestinfo.From(r)
 	if info == nil {
-		ev.Verb = lowerMethod(r.Method)
-		return ev
+		info = &requestinfo.Info{Path: r.URL.Path, Verb: lowerMethod(r.Method)}
 	}
 	ev.Verb = info.Verb
 	if info.IsResourceRequest {
 		ev.ObjectRef = &ObjectReference{Resource: info.Resource, Namespace: info.Namespace, Name: info.Name,
 			APIGroup: info.APIGroup, APIVersion: info.APIVersion, Subresource: info.Subresource}
 	}
-	return ev
+	return &record{event: ev, info: info, longRunning: isLongRunning(info)}
 }
 
-// write logs ev at stage, one JSON line.
-func (l *Log) write(ev Event, stage Stage) {
+// isLongRunning is kube-apiserver's long-running check: watches, proxies
+// and the streaming subresources, whose response start is an event.
+func isLongRunning(info *requestinfo.Info) bool {
+	return info.Verb == "watch" || info.Verb == "proxy" ||
+		info.IsResourceRequest && slices.Contains([]string{"attach", "exec", "proxy", "log", "portforward"}, info.Subresource)
+}
+
+// complete logs ResponseComplete, with the bodies the level asks for.
+func (l *Log) complete(rec *record, rw *responseWriter) {
+	ev := rec.event
+	if rec.cfg.level.atLeast(LevelRequest) {
+		ev.RequestObject = objectJSON(rec.requestBody.Bytes(), rec.contentType, rec.cfg.omitManagedFields)
+	}
+	if rec.cfg.level.atLeast(LevelRequestResponse) && !rec.longRunning {
+		ev.ResponseObject = objectJSON(rw.body.Bytes(), rw.Header().Get("Content-Type"), rec.cfg.omitManagedFields)
+	}
+	l.emit(rec, ev, StageResponseComplete)
+}
+
+// failedAuthentication logs a request refused by authentication as
+// kube-apiserver does: the policy evaluated without a user, one event at
+// ResponseStarted whose status says which credentials were tried.
+func (l *Log) failedAuthentication(rec *record, rw *responseWriter, r *http.Request) {
+	rec.cfg = l.policy.evaluate(nil, rec.info)
+	if rec.cfg.level == LevelNone {
+		return
+	}
+	ev := rec.event
+	ev.Level = rec.cfg.level
+	ev.ResponseStatus = &metav1.Status{Code: rw.status().Code, Message: authMethods(r)}
+	l.emit(rec, ev, StageResponseStarted)
+}
+
+// authMethods is kube-apiserver's message of a failed authentication.
+func authMethods(r *http.Request) string {
+	var methods []string
+	if _, _, ok := r.BasicAuth(); ok {
+		methods = append(methods, "basic")
+	}
+	if scheme, _, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " "); ok && strings.EqualFold(scheme, "bearer") {
+		methods = append(methods, "bearer")
+	}
+	if r.URL.Query().Get("access_token") != "" {
+		methods = append(methods, "access_token")
+	}
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		methods = append(methods, "x509")
+	}
+	if len(methods) == 0 {
+		return "Authentication failed, no credentials provided"
+	}
+	return "Authentication failed, attempted: " + strings.Join(methods, ", ")
+}
+
+// emit logs ev at stage unless the policy omits that stage.
+func (l *Log) emit(rec *record, ev Event, stage Stage) {
+	if slices.Contains(rec.cfg.omitStages, stage) {
+		return
+	}
 	ev.Stage = stage
 	ev.StageTimestamp = metav1.NewMicroTime(time.Now())
 	line, err := json.Marshal(&ev)
 	if err != nil {
-		return // the event holds only strings and times
+		return // the bodies are valid JSON, the rest strings and times
 	}
-	line = append(line, '\n')
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.out.Write(line)
+	for _, s := range l.sinks {
+		s.process(line)
+	}
 }

@@ -121,7 +121,8 @@ func TestEvents(t *testing.T) {
 		ev.ObjectRef.Subresource != "scale" || ev.ObjectRef.APIGroup != "apps" {
 		t.Errorf("impersonated: %+v", ev)
 	}
-	if ev := evs[4]; ev.ResponseStatus.Code != 401 || ev.ResponseStatus.Reason != "Unauthorized" || ev.User.Username != "" || ev.Verb != "delete" {
+	if ev := evs[4]; ev.ResponseStatus.Code != 401 || ev.ResponseStatus.Message != "Authentication failed, no credentials provided" ||
+		ev.Stage != StageResponseStarted || ev.User.Username != "" || ev.Verb != "delete" {
 		t.Errorf("unauthenticated: %+v", ev)
 	}
 }
@@ -178,7 +179,7 @@ func TestRotation(t *testing.T) {
 }
 
 func BenchmarkHandler(b *testing.B) {
-	l := &Log{out: discard{}}
+	l := &Log{policy: DefaultPolicy(), sinks: []sink{&fileSink{out: discard{}}}}
 	h := pipeline(l, allowAlice)
 	r := httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/ns/pods/p", nil)
 	r.Header.Set("X-Test-User", "alice")

@@ -1,6 +1,7 @@
-// The response writer that records a response's code and the start of a
-// failure's body, for the event's responseStatus; it passes flushes on for
-// watches.
+// The response writer that records a response's code and body: the start
+// of a failure's (for the event's responseStatus), or all of it at level
+// RequestResponse (responseObject); it logs a long-running request's
+// ResponseStarted and passes flushes on for watches.
 
 package audit
 
@@ -16,25 +17,24 @@ import (
 // Status (reason and message) from.
 const statusPrefix = 4096
 
-// responseWriter records a response's code and, for failures, the start of
-// its body (the Status); a watch's event is logged at ResponseStarted as
-// soon as its code is written.
+// responseWriter records a response's code and body; a long-running
+// request's event is logged at ResponseStarted as soon as its code is
+// written.
 type responseWriter struct {
 	http.ResponseWriter
-	log   *Log
-	rec   *record
-	watch bool
-	code  int
-	body  bytes.Buffer
+	log  *Log
+	rec  *record
+	code int
+	body bytes.Buffer
 }
 
 func (w *responseWriter) WriteHeader(code int) {
 	if w.code == 0 {
 		w.code = code
-		if w.watch {
+		if w.rec.longRunning && w.rec.evaluated && w.rec.cfg.level != LevelNone {
 			ev := w.rec.event
 			ev.ResponseStatus = &metav1.Status{Code: int32(code)}
-			w.log.write(ev, StageResponseStarted)
+			w.log.emit(w.rec, ev, StageResponseStarted)
 		}
 	}
 	w.ResponseWriter.WriteHeader(code)
@@ -44,7 +44,10 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	if w.code == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
-	if w.code >= 400 && w.body.Len() < statusPrefix {
+	switch {
+	case w.rec.evaluated && w.rec.cfg.level == LevelRequestResponse && !w.rec.longRunning:
+		w.body.Write(p)
+	case w.code >= 400 && w.body.Len() < statusPrefix:
 		w.body.Write(p[:min(len(p), statusPrefix-w.body.Len())])
 	}
 	return w.ResponseWriter.Write(p)
