@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/watchcache/watchcache/pkg/auth/authorizer"
 	"github.com/watchcache/watchcache/pkg/auth/filters"
@@ -169,7 +170,12 @@ func TestRotation(t *testing.T) {
 		h.ServeHTTP(httptest.NewRecorder(), r)
 	}
 	l.Close()
+	// lumberjack removes old backups in the background: wait for it.
 	files, _ := filepath.Glob(filepath.Join(dir, "audit-*.log"))
+	for deadline := time.Now().Add(2 * time.Second); len(files) > 2 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		files, _ = filepath.Glob(filepath.Join(dir, "audit-*.log"))
+	}
 	if len(files) != 2 {
 		t.Errorf("rotated files: %v, want 2 (MaxBackups)", files)
 	}
