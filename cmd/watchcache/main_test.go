@@ -42,6 +42,17 @@ func TestParseFlags(t *testing.T) {
 	if err != nil || c.ConsistentReadsExplicit || !c.DisableShardedListAndWatch {
 		t.Fatalf("the resilience and sharding gates are not an explicit consistent-read setting; sharding off: %+v, %v", c, err)
 	}
+	c, err = parseFlags(nil)
+	if err != nil || c.AuditPolicyFile != "" || c.AuditWebhook.Mode != "batch" || c.AuditWebhook.BatchMaxSize != 400 ||
+		c.AuditWebhook.BatchMaxWait != 30*time.Second || c.AuditWebhook.BatchBufferSize != 10000 || c.AuditWebhook.InitialBackoff != 10*time.Second {
+		t.Fatalf("audit defaults (kube-apiserver's): %+v, %v", c.AuditWebhook, err)
+	}
+	c, err = parseFlags([]string{"--audit-policy-file=p.yaml", "--audit-webhook-config-file=w.kubeconfig", "--audit-webhook-mode=blocking",
+		"--audit-webhook-batch-max-size=10", "--audit-webhook-batch-max-wait=5s"})
+	if err != nil || c.AuditPolicyFile != "p.yaml" || c.AuditWebhook.ConfigFile != "w.kubeconfig" || c.AuditWebhook.Mode != "blocking" ||
+		c.AuditWebhook.BatchMaxSize != 10 || c.AuditWebhook.BatchMaxWait != 5*time.Second {
+		t.Fatalf("audit flags: %+v, %v", c.AuditWebhook, err)
+	}
 	for _, bad := range [][]string{
 		{"--feature-gates=Bogus=true"}, {"--feature-gates=ConsistentGetFromCache=maybe"},
 		{"--consistent-read-fallback=sometimes"}, {"--watch-cache-sizes=pods"}, {"--watch-cache-sizes=pods#-1"},

@@ -6,8 +6,10 @@ package main
 import (
 	"flag"
 	"strings"
+	"time"
 
 	"github.com/watchcache/watchcache/pkg/app"
+	"github.com/watchcache/watchcache/pkg/audit"
 )
 
 // addSecurityFlags adds kube-apiserver's flags of authentication,
@@ -25,7 +27,14 @@ func addSecurityFlags(fs *flag.FlagSet, c *app.Config) {
 	fs.Func("service-account-issuer", "issuer of ServiceAccount tokens; the first issues, all are accepted (repeatable; default https://kubernetes.default.svc.cluster.local)", listFlag(&c.ServiceAccountIssuers))
 	fs.Func("api-audiences", "comma-separated audiences of the API; a ServiceAccount token must be for one of them (default: the issuer)", listFlag(&c.APIAudiences))
 	fs.StringVar(&c.EncryptionProviderConfig, "encryption-provider-config", "", "EncryptionConfiguration file (apiserver.config.k8s.io/v1): how resources are encrypted in etcd")
-	fs.StringVar(&c.AuditLogPath, "audit-log-path", "", "write audit.k8s.io/v1 events (level Metadata) as JSON lines to this file ('-': standard output)")
+	fs.StringVar(&c.AuditLogPath, "audit-log-path", "", "write audit.k8s.io/v1 events as JSON lines to this file ('-': standard output)")
+	fs.StringVar(&c.AuditPolicyFile, "audit-policy-file", "", "audit.k8s.io/v1 Policy (YAML or JSON) deciding each request's audit level and stages (default: every request at Metadata, without RequestReceived; kube-apiserver logs nothing without one)")
+	fs.StringVar(&c.AuditWebhook.ConfigFile, "audit-webhook-config-file", "", "kubeconfig of the audit webhook, to which events are POSTed as an audit.k8s.io/v1 EventList")
+	fs.StringVar(&c.AuditWebhook.Mode, "audit-webhook-mode", audit.ModeBatch, "how events are sent to the webhook: batch (in the background, dropped if the buffer is full) or blocking (each before the request goes on)")
+	fs.IntVar(&c.AuditWebhook.BatchBufferSize, "audit-webhook-batch-buffer-size", 10000, "events buffered for the webhook's batches; more are dropped")
+	fs.IntVar(&c.AuditWebhook.BatchMaxSize, "audit-webhook-batch-max-size", 400, "most events in one webhook batch")
+	fs.DurationVar(&c.AuditWebhook.BatchMaxWait, "audit-webhook-batch-max-wait", 30*time.Second, "longest a webhook batch waits to fill")
+	fs.DurationVar(&c.AuditWebhook.InitialBackoff, "audit-webhook-initial-backoff", 10*time.Second, "wait before the first retry of a failed webhook request (then 1.5 times longer, 4 retries)")
 	fs.IntVar(&c.AuditLogMaxSize, "audit-log-maxsize", 0, "megabytes of the audit log before it is rotated (0: 100)")
 	fs.IntVar(&c.AuditLogMaxBackups, "audit-log-maxbackup", 0, "rotated audit logs to keep (0: all)")
 	fs.IntVar(&c.AuditLogMaxAge, "audit-log-maxage", 0, "days to keep rotated audit logs (0: forever)")

@@ -189,7 +189,15 @@ type Config struct {
 	// files for AuditLogMaxAge days (0: no limit).
 	AuditLogPath                                        string
 	AuditLogMaxSize, AuditLogMaxBackups, AuditLogMaxAge int
-	Log                                                 *slog.Logger
+	// AuditPolicyFile is the audit.k8s.io/v1 Policy deciding each
+	// request's level and stages (--audit-policy-file; empty: every
+	// request at Metadata, watchcache's default, where kube-apiserver logs
+	// nothing).
+	AuditPolicyFile string
+	// AuditWebhook is the webhook backend (--audit-webhook-*; no
+	// ConfigFile: none).
+	AuditWebhook audit.WebhookConfig
+	Log          *slog.Logger
 	// WrapStore, if not nil, wraps each resource's etcd3 store (resource as
 	// "configmaps" or "widgets.example.com") before the watch cache is put
 	// in front of it. A test hook: tests use it to hold a cache in
@@ -230,7 +238,7 @@ type App struct {
 	// etcdTLS is the client TLS of an external etcd (--etcd-cafile, ...).
 	etcdTLS *tls.Config
 	etcdLog *zap.Logger
-	// audit is the audit log (nil without --audit-log-path).
+	// audit is the audit log (nil without --audit-log-path or a webhook).
 	audit *audit.Log
 	// elector is the controllers' leader election (nil without
 	// LeaderElect); electionDone is closed once it has ended, its Lease

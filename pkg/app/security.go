@@ -45,15 +45,44 @@ func (a *App) startSecurity(ctx context.Context, cfg Config, registry *resource.
 	if err != nil {
 		return nil, err
 	}
-	if a.audit, err = audit.New(audit.Config{Path: cfg.AuditLogPath, MaxSize: cfg.AuditLogMaxSize,
-		MaxBackups: cfg.AuditLogMaxBackups, MaxAge: cfg.AuditLogMaxAge}); err != nil {
-		return nil, fmt.Errorf("audit log: %w", err)
+	if a.audit, err = newAudit(cfg); err != nil {
+		return nil, err
 	}
 	actions := reviewActions(registry, &review.Reviewer{Authorizer: z, Rules: z.rules(), Tokens: authenticator.AuthenticateToken})
 	actions[httpapi.ActionKey(serviceAccounts, "token")] = func(ctx context.Context, req httpapi.ActionRequest) (any, error) {
 		return sa.TokenRequest(ctx, req.Namespace, req.Name, req.Body)
 	}
 	return &security{authn: authenticator, authz: z, audit: a.audit, actions: actions, log: cfg.Log}, nil
+}
+
+// newAudit opens the audit log and webhook of cfg, with its policy; its
+// errors name the flag at fault.
+func newAudit(cfg Config) (*audit.Log, error) {
+	ac := audit.Config{Path: cfg.AuditLogPath, MaxSize: cfg.AuditLogMaxSize, MaxBackups: cfg.AuditLogMaxBackups, MaxAge: cfg.AuditLogMaxAge}
+	if cfg.AuditPolicyFile != "" {
+		var err error
+		if ac.Policy, err = audit.LoadPolicy(cfg.AuditPolicyFile); err != nil {
+			return nil, fmt.Errorf("--audit-policy-file: %w", err)
+		}
+	}
+	if cfg.AuditWebhook.ConfigFile != "" {
+		wc := cfg.AuditWebhook
+		if wc.Log == nil {
+			wc.Log = cfg.Log
+		}
+		var err error
+		if ac.Webhook, err = audit.NewWebhook(wc); err != nil {
+			return nil, fmt.Errorf("--audit-webhook-config-file %s: %w", wc.ConfigFile, err)
+		}
+	}
+	l, err := audit.New(ac)
+	if err != nil {
+		if ac.Webhook != nil {
+			ac.Webhook.Close()
+		}
+		return nil, fmt.Errorf("--audit-log-path: %w", err)
+	}
+	return l, nil
 }
 
 // reviewActions are the server's answers to the reviews' POSTs.
