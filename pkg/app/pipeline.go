@@ -8,6 +8,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/admission"
 	"github.com/watchcache/watchcache/pkg/pipeline"
 	"github.com/watchcache/watchcache/pkg/resource"
+	"github.com/watchcache/watchcache/pkg/servicenet"
 )
 
 // writePipeline is the write pipeline: every stage a create, update or
@@ -16,16 +17,20 @@ import (
 // kube-apiserver's order: the mutating admission plugins, then
 // MutatingAdmissionPolicy and the mutating webhooks, then the kind's
 // validation, then the validating plugins, ValidatingAdmissionPolicy and
-// the validating webhooks, then storage. Deletes pass the validating
+// the validating webhooks, then storage. A Service's cluster IPs are
+// allocated where kube-apiserver's Service REST does (after mutating
+// admission, before validation) and released once it is deleted. Deletes pass the validating
 // stages only.
 func writePipeline(registry *resource.Registry, authz *authorization) *pipeline.Pipeline {
 	plugins := &admission.Builtin{Registry: registry}
 	webhooks := &admission.Webhooks{Registry: registry}
+	alloc := &servicenet.Allocator{Registry: registry}
 	return pipeline.New(
 		pipeline.Stage{Name: "LimitRanger, Priority, DefaultStorageClass, DefaultIngressClass", Step: admission.MutatingPlugins{Builtin: plugins}},
 		pipeline.Stage{Name: "create defaults after the plugins (pod QoS class)", Step: admission.CreateDefaults{}},
 		pipeline.Stage{Name: "MutatingAdmissionPolicy", Step: admission.MutatingPolicies{Webhooks: webhooks}},
 		pipeline.Stage{Name: "MutatingAdmissionWebhook", Step: admission.MutatingWebhooks{Webhooks: webhooks}},
+		pipeline.Stage{Name: "Service cluster IPs (allocation)", Step: servicenet.Allocate{Allocator: alloc}},
 		pipeline.Stage{Name: "validation", Step: pipeline.Validation},
 		pipeline.Stage{Name: "LimitRanger, Priority (validating)", Step: admission.ValidatingPlugins{Builtin: plugins}},
 		pipeline.Stage{Name: "ValidatingAdmissionPolicy", Step: admission.ValidatingPolicies{Webhooks: webhooks}},
@@ -33,5 +38,6 @@ func writePipeline(registry *resource.Registry, authz *authorization) *pipeline.
 		pipeline.Stage{Name: "RBAC escalation check", Step: rbacEscalation{authz}},
 		pipeline.Stage{Name: "storage", Step: pipeline.Storage},
 		pipeline.Stage{Name: "RBAC authorizer catches up", Step: rbacCatchUp{authz}},
+		pipeline.Stage{Name: "Service cluster IPs (release)", Step: servicenet.Release{Allocator: alloc}},
 	)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/jsontree"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/resource"
+	"github.com/watchcache/watchcache/pkg/servicenet"
 	"github.com/watchcache/watchcache/pkg/storage"
 	"k8s.io/client-go/util/workqueue"
 	kjson "sigs.k8s.io/json"
@@ -51,6 +52,7 @@ func (m Manager) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { namespaces.Run(ctx) })
 	wg.Go(func() { gc.Run(ctx) })
+	wg.Go(func() { repairClusterIPs(ctx, &servicenet.Allocator{Registry: m.Registry}, m.Log) })
 	wg.Wait()
 }
 
@@ -143,4 +145,22 @@ func (goneStore) GuaranteedUpdate(_ context.Context, key string, _ *storage.Prec
 
 func (goneStore) Delete(_ context.Context, key string, _ *storage.Preconditions, _ *object.Object) (*object.Object, error) {
 	return nil, storage.NewNotFound(key)
+}
+
+// repairInterval is how often the cluster IPs are repaired.
+const repairInterval = 30 * time.Second
+
+// repairClusterIPs runs kube-apiserver's repair of cluster IPs
+// (servicenet.Allocator.Repair) at once and every repairInterval.
+func repairClusterIPs(ctx context.Context, a *servicenet.Allocator, log *slog.Logger) {
+	for {
+		if err := a.Repair(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("cluster IP repair", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(repairInterval):
+		}
+	}
 }

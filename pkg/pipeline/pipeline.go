@@ -49,6 +49,14 @@ type Committed interface {
 	Committed(ctx context.Context, res *resource.Resource, rv uint64)
 }
 
+// Written is a stage after storage, like Committed, told of the object
+// each write left: the created or updated object, the deleted one (marked
+// for deletion when finalizers hold it), each object a deletecollection
+// deleted. Releasing what a deleted object held (a Service's IPs) is one.
+type Written interface {
+	Written(ctx context.Context, req *Request, obj *object.Object)
+}
+
 // marker is a step the pipeline does itself; it places it in the list.
 type marker string
 
@@ -62,7 +70,7 @@ const Validation marker = "validation"
 const Storage marker = "storage"
 
 // Stage is one named stage of the pipeline: Step is a Mutating,
-// Validating or Committed, or one of the markers Validation and Storage.
+// Validating, Committed or Written, or one of the markers Validation and Storage.
 type Stage struct {
 	Name string
 	Step any
@@ -78,6 +86,7 @@ type Pipeline struct {
 	mutating   []Mutating
 	validating []Validating
 	committed  []Committed
+	written    []Written
 	names      []string
 }
 
@@ -103,6 +112,9 @@ func New(stages ...Stage) *Pipeline {
 		case Committed:
 			ok = phase == 2
 			p.committed = append(p.committed, step)
+		case Written:
+			ok = phase == 2
+			p.written = append(p.written, step)
 		default:
 			ok = false
 		}
@@ -143,14 +155,19 @@ func (p *Pipeline) admit(ctx context.Context, req *Request, encode Encoder) ([]b
 	return data, nil
 }
 
-// commit tells the committed stages of a write of req at rv (none of a
-// dry run, which wrote nothing).
-func (p *Pipeline) commit(ctx context.Context, req *Request, rv uint64) {
+// commit tells the committed stages of a write of req at rv that left
+// objs (none of a dry run, which wrote nothing).
+func (p *Pipeline) commit(ctx context.Context, req *Request, rv uint64, objs ...*object.Object) {
 	if req.DryRun {
 		return
 	}
 	for _, c := range p.committed {
 		c.Committed(ctx, req.Resource, rv)
+	}
+	for _, w := range p.written {
+		for _, o := range objs {
+			w.Written(ctx, req, o)
+		}
 	}
 }
 
@@ -165,7 +182,7 @@ func (p *Pipeline) Create(ctx context.Context, store storage.Interface, key stri
 	if err != nil {
 		return nil, err
 	}
-	p.commit(ctx, req, created.ResourceVersion())
+	p.commit(ctx, req, created.ResourceVersion(), created)
 	return created, nil
 }
 
@@ -191,7 +208,7 @@ func (p *Pipeline) Update(ctx context.Context, store storage.Interface, key stri
 	if updated, err = deletion.FinishUpdate(ctx, last.Resource, store, updated); err != nil {
 		return nil, err
 	}
-	p.commit(ctx, last, updated.ResourceVersion())
+	p.commit(ctx, last, updated.ResourceVersion(), updated)
 	return updated, nil
 }
 
@@ -218,7 +235,7 @@ func (p *Pipeline) Delete(ctx context.Context, store storage.Interface, key stri
 	if err != nil {
 		return nil, err
 	}
-	p.commit(ctx, req, deleted.ResourceVersion())
+	p.commit(ctx, req, deleted.ResourceVersion(), deleted)
 	return deleted, nil
 }
 
@@ -231,6 +248,6 @@ func (p *Pipeline) DeleteCollection(ctx context.Context, store storage.Interface
 	if err != nil {
 		return nil, err
 	}
-	p.commit(ctx, req, deleted.ResourceVersion)
+	p.commit(ctx, req, deleted.ResourceVersion, deleted.Items...)
 	return deleted, nil
 }
