@@ -77,6 +77,14 @@ type Config struct {
 	// 127.0.0.1; port 0: a free one).
 	BindAddress string
 	SecurePort  int
+	// AdvertiseAddress is the IP the kubernetes Service's Endpoints list
+	// for this server (--advertise-address; empty: kube-apiserver's
+	// default, see advertiseAddress).
+	AdvertiseAddress string
+	// ServiceClusterIPRange are the CIDRs of Service cluster IPs, one or
+	// two comma-separated (--service-cluster-ip-range; empty:
+	// kube-apiserver's 10.0.0.0/24): the default ServiceCIDR's.
+	ServiceClusterIPRange string
 	// TLSSANs are names the generated serving certificate covers besides
 	// localhost, 127.0.0.1, ::1, the bind address and the host name
 	// (--tls-san).
@@ -245,6 +253,9 @@ type App struct {
 	// released.
 	elector      *leaderelect.Elector
 	electionDone chan struct{}
+	// endpointsDone is closed once the endpoint reconciler has removed
+	// this server from the kubernetes Endpoints.
+	endpointsDone chan struct{}
 	// shuttingDown is set once Shutdown has begun (the shutdown check).
 	shuttingDown  atomic.Bool
 	shutdownDelay time.Duration
@@ -278,6 +289,14 @@ func Start(cfg Config) (_ *App, err error) {
 	}
 	if (cfg.TLSCertFile == "") != (cfg.TLSPrivateKeyFile == "") {
 		return nil, errors.New("TLSCertFile and TLSPrivateKeyFile go together")
+	}
+	cidrs, err := serviceCIDRs(cfg.ServiceClusterIPRange)
+	if err != nil {
+		return nil, err
+	}
+	advertise, err := advertiseAddress(cfg)
+	if err != nil {
+		return nil, err
 	}
 	if err := dataDirReady(cfg.DataDir); err != nil {
 		return nil, err
@@ -338,6 +357,20 @@ func Start(cfg Config) (_ *App, err error) {
 	namespaceStore := registry.Store(registry.Lookup("", "v1", "namespaces"))
 	if err := ensureSystemObjects(ctx, registry); err != nil {
 		return nil, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	if err := ensureKubernetesService(ctx, registry, cidrs, port); err != nil {
+		return nil, err
+	}
+	a.endpointsDone = make(chan struct{})
+	if advertise.IsLoopback() { // refused by Endpoints validation
+		close(a.endpointsDone)
+	} else {
+		r := &endpointReconciler{client: a.client, prefix: cfg.EtcdPrefix, registry: registry, ip: advertise, port: port}
+		go func() {
+			defer close(a.endpointsDone)
+			r.run(ctx, a.log.Warn)
+		}()
 	}
 	apiSvcs := &apiServices{registry: registry, log: cfg.Log}
 	if err := apiSvcs.ensureBuiltin(ctx); err != nil {
@@ -674,6 +707,12 @@ func (a *App) Close() error {
 		case <-a.electionDone:
 		case <-time.After(30 * time.Second):
 			a.log.Warn("leader election: the controllers did not stop in 30s; the Lease was not released")
+		}
+	}
+	if a.endpointsDone != nil {
+		select {
+		case <-a.endpointsDone:
+		case <-time.After(10 * time.Second):
 		}
 	}
 	a.cachesMu.Lock()
