@@ -1,6 +1,7 @@
 // Package conversion serves a resource in a version other than the one it
 // is stored in (events.k8s.io/v1 Events are stored as core/v1 Events, as
-// kube-apiserver stores them): Store wraps the stored resource's store so
+// kube-apiserver stores them; autoscaling/v1 HorizontalPodAutoscalers
+// are stored as autoscaling/v2): Store wraps the stored resource's store so
 // that every object read is converted to the served version and every
 // object written is converted back. Custom resources' versions are
 // converted through it too, with package crd's NopConverter.
@@ -32,7 +33,8 @@ func For(group, version, kind string) Converter {
 
 // converters are the conversions of the kinds served in two versions.
 var converters = map[string]Converter{
-	"events.k8s.io/v1/Event": events{},
+	"events.k8s.io/v1/Event":                 events{},
+	"autoscaling/v1/HorizontalPodAutoscaler": hpas{},
 }
 
 // servedSchema decodes converted objects. Selectors are the stored

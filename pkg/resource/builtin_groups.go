@@ -7,6 +7,7 @@
 package resource
 
 import (
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -34,6 +35,11 @@ func groupBuiltins() []*Resource {
 	return []*Resource{
 		{Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler", Plural: "horizontalpodautoscalers", ShortNames: []string{"hpa"},
 			Namespaced: true, Categories: all, Status: true, Generation: true, StrategicMergeType: autoscalingv2.HorizontalPodAutoscaler{}},
+		// autoscaling/v1 HPAs are autoscaling/v2 HPAs converted, what v1
+		// cannot express carried in annotations (package conversion).
+		{Group: "autoscaling", Version: "v1", Kind: "HorizontalPodAutoscaler", Plural: "horizontalpodautoscalers", ShortNames: []string{"hpa"},
+			Namespaced: true, Categories: all, Status: true, Generation: true, StoredWith: &GroupResource{Group: "autoscaling", Plural: "horizontalpodautoscalers"},
+			StrategicMergeType: autoscalingv1.HorizontalPodAutoscaler{}},
 		{Group: certificates, Version: "v1", Kind: "CertificateSigningRequest", Plural: "certificatesigningrequests", ShortNames: []string{"csr"},
 			SelectableFields: []string{"spec.signerName"}, Status: true, Approval: true,
 			StrategicMergeType: certificatesv1.CertificateSigningRequest{}},
