@@ -167,8 +167,8 @@ func (hpas) ToStorage(served []byte) ([]byte, error) {
 	ann := in.Annotations
 	if raw, ok := ann[hpaMetricsAnnotation]; ok {
 		var others []autoscalingv1.MetricSpec
-		if err := json.Unmarshal([]byte(raw), &others); err != nil {
-			return nil, err
+		if json.Unmarshal([]byte(raw), &others) != nil {
+			others = nil
 		}
 		for _, m := range others {
 			out.Spec.Metrics = append(out.Spec.Metrics, metricSpecFromV1(m))
@@ -182,8 +182,8 @@ func (hpas) ToStorage(served []byte) ([]byte, error) {
 	}
 	if raw, ok := ann[hpaCurrentMetricsAnnotation]; ok {
 		var current []autoscalingv1.MetricStatus
-		if err := json.Unmarshal([]byte(raw), &current); err != nil {
-			return nil, err
+		if json.Unmarshal([]byte(raw), &current) != nil {
+			current = nil
 		}
 		out.Status.CurrentMetrics = make([]autoscalingv2.MetricStatus, len(current))
 		for i, m := range current {
@@ -195,8 +195,8 @@ func (hpas) ToStorage(served []byte) ([]byte, error) {
 	}
 	if raw, ok := ann[hpaConditionsAnnotation]; ok {
 		var conditions []autoscalingv1.HorizontalPodAutoscalerCondition
-		if err := json.Unmarshal([]byte(raw), &conditions); err != nil {
-			return nil, err
+		if json.Unmarshal([]byte(raw), &conditions) != nil {
+			conditions = nil
 		}
 		out.Status.Conditions = make([]autoscalingv2.HorizontalPodAutoscalerCondition, len(conditions))
 		for i, c := range conditions {
@@ -204,8 +204,8 @@ func (hpas) ToStorage(served []byte) ([]byte, error) {
 				Status: c.Status, LastTransitionTime: c.LastTransitionTime, Reason: c.Reason, Message: c.Message}
 		}
 	}
-	// Only a well-formed behavior is kept (a malformed one is dropped
-	// with the annotation).
+	// The annotations' values are taken as far as they are well-formed:
+	// kube-apiserver accepts a malformed one and drops it.
 	if raw, ok := ann[hpaBehaviorAnnotation]; ok {
 		var b hpaBehavior
 		if err := json.Unmarshal([]byte(raw), &b); err == nil && (b.ScaleUp != nil || b.ScaleDown != nil) {

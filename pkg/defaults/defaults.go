@@ -34,7 +34,26 @@ type Rule struct {
 // Apply applies the rules of kind group/kind (none for kinds without
 // defaults, such as custom resources) to obj.
 func Apply(group, kind string, obj map[string]any) {
-	apply(obj, kinds[group+"/"+kind])
+	rules, ok := versionKinds[apiVersion(obj)+"/"+kind]
+	if !ok {
+		rules = kinds[group+"/"+kind]
+	}
+	apply(obj, rules)
+}
+
+// versionKinds are the rules of the versions of a kind, by
+// "group/version/Kind" (the object's apiVersion), that default otherwise
+// than the version it is stored in and replace its rules: an
+// autoscaling/v1 HPA only gets its minReplicas (its CPU target is the
+// conversion's; it has no behavior).
+var versionKinds = map[string][]Rule{
+	"autoscaling/v1/HorizontalPodAutoscaler": {{Path: "spec.minReplicas", Value: int64(1)}},
+}
+
+// apiVersion is an object's apiVersion, "" if it has none.
+func apiVersion(obj map[string]any) string {
+	v, _ := obj["apiVersion"].(string)
+	return v
 }
 
 // ApplyOnCreate applies what kind group/kind's strategy sets on a new

@@ -30,6 +30,7 @@ var claimDevices = []Rule{
 // groupKinds are the defaults applied on every write, by "group/Kind".
 var groupKinds = map[string][]Rule{
 	"autoscaling/HorizontalPodAutoscaler": {
+		{Path: "metadata", Fn: dropHPARoundTripAnnotations},
 		{Path: "spec.minReplicas", Value: int64(1)},
 		{Path: "spec", Fn: defaultHPAMetrics},
 		// Scaling rules are filled in only when the HPA has a behavior.
@@ -78,6 +79,23 @@ func defaultHPAMetrics(spec map[string]any) {
 	}
 	spec["metrics"] = []any{map[string]any{"type": "Resource", "resource": map[string]any{
 		"name": "cpu", "target": map[string]any{"type": "Utilization", "averageUtilization": int64(80)}}}}
+}
+
+// dropHPARoundTripAnnotations: an autoscaling/v2 HPA keeps none of the
+// annotations in which autoscaling/v1 carries what it cannot express
+// (kube-apiserver's conversion from v2 drops them).
+func dropHPARoundTripAnnotations(meta map[string]any) {
+	annotations, _ := meta["annotations"].(map[string]any)
+	if annotations == nil {
+		return
+	}
+	for _, k := range []string{"autoscaling.alpha.kubernetes.io/metrics", "autoscaling.alpha.kubernetes.io/current-metrics",
+		"autoscaling.alpha.kubernetes.io/conditions", "autoscaling.alpha.kubernetes.io/behavior"} {
+		delete(annotations, k)
+	}
+	if len(annotations) == 0 {
+		delete(meta, "annotations")
+	}
 }
 
 // defaultVolumeLifecycleModes: a CSI driver without modes serves

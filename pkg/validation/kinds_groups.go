@@ -7,6 +7,7 @@
 package validation
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -24,6 +25,22 @@ var keyUsages = []string{"any", "cert sign", "client auth", "code signing", "con
 	"key agreement", "key encipherment", "microsoft sgc", "netscape sgc", "ocsp signing", "s/mime", "server auth", "signing",
 	"timestamping"}
 
+// versionKinds are the checks of the versions of a kind, by
+// "group/version/Kind", whose fields differ from the version it is
+// stored in: an autoscaling/v1 HPA's (its other metrics are in an
+// annotation; errors have the paths of kube-apiserver's internal
+// version, which v2 shares).
+var versionKinds = map[string][]Check{
+	"autoscaling/v1/HorizontalPodAutoscaler": {
+		{Path: "spec", Object: maxReplicasAboveMin},
+		required("spec.scaleTargetRef.kind"),
+		required("spec.scaleTargetRef.name"),
+		{Path: "spec.scaleTargetRef.apiVersion", Test: hpaTargetAPIVersion},
+		{Path: "", Object: scaleToZeroV1Metrics},
+		{Path: "spec.maxReplicas", Test: hpaMaxReplicas},
+	},
+}
+
 // groupKinds are the checks of the other default groups' kinds, by
 // "group/Kind", in kube-apiserver's order (its declarative checks, such
 // as an HPA's required maxReplicas, after its handwritten ones).
@@ -32,19 +49,9 @@ var groupKinds = map[string][]Check{
 		{Path: "spec", Object: maxReplicasAboveMin},
 		required("spec.scaleTargetRef.kind"),
 		required("spec.scaleTargetRef.name"),
-		{Path: "spec.scaleTargetRef.apiVersion", Test: func(p *field.Path, v any, _ bool) field.ErrorList {
-			if s, _ := v.(string); s == "" {
-				return field.ErrorList{field.Invalid(p, "", "apiVersion must specify API group")}
-			}
-			return nil
-		}},
+		{Path: "spec.scaleTargetRef.apiVersion", Test: hpaTargetAPIVersion},
 		{Path: "spec", Object: scaleToZeroMetrics},
-		{Path: "spec.maxReplicas", Test: func(p *field.Path, v any, _ bool) field.ErrorList {
-			if n, _ := v.(int64); n == 0 {
-				return field.ErrorList{field.Required(p, "")}
-			}
-			return nil
-		}},
+		{Path: "spec.maxReplicas", Test: hpaMaxReplicas},
 	},
 	"certificates.k8s.io/CertificateSigningRequest": {
 		{Path: "spec.request", Test: func(p *field.Path, v any, present bool) field.ErrorList {
@@ -142,6 +149,37 @@ func maxReplicasAboveMin(p *field.Path, spec map[string]any) field.ErrorList {
 		return field.ErrorList{field.Invalid(p.Child("maxReplicas"), max, "must be greater than or equal to `minReplicas`")}
 	}
 	return nil
+}
+
+func hpaTargetAPIVersion(p *field.Path, v any, _ bool) field.ErrorList {
+	if s, _ := v.(string); s == "" {
+		return field.ErrorList{field.Invalid(p, "", "apiVersion must specify API group")}
+	}
+	return nil
+}
+
+func hpaMaxReplicas(p *field.Path, v any, _ bool) field.ErrorList {
+	if n, _ := v.(int64); n == 0 {
+		return field.ErrorList{field.Required(p, "")}
+	}
+	return nil
+}
+
+// scaleToZeroV1Metrics is scaleToZeroMetrics of an autoscaling/v1 HPA,
+// whose Object and External metrics are in its metrics annotation.
+func scaleToZeroV1Metrics(_ *field.Path, obj map[string]any) field.ErrorList {
+	spec, _ := obj["spec"].(map[string]any)
+	if spec == nil {
+		return nil
+	}
+	meta, _ := obj["metadata"].(map[string]any)
+	annotations, _ := meta["annotations"].(map[string]any)
+	raw, _ := annotations["autoscaling.alpha.kubernetes.io/metrics"].(string)
+	var metrics []any
+	_ = json.Unmarshal([]byte(raw), &metrics)
+	withMetrics := maps.Clone(spec)
+	withMetrics["metrics"] = metrics
+	return scaleToZeroMetrics(field.NewPath("spec"), withMetrics)
 }
 
 // scaleToZeroMetrics: an HPA that may scale to zero has an Object or

@@ -41,13 +41,24 @@ func Has(group, kind string) bool { return len(kinds[group+"/"+kind]) > 0 }
 
 // Validate checks a new object of kind group/kind.
 func Validate(group, kind string, obj map[string]any) field.ErrorList {
-	return run(kinds[group+"/"+kind], obj, nil)
+	return run(checksOf(group, kind, obj), obj, nil)
 }
 
 // ValidateUpdate checks obj, the new state of old, an object of kind
 // group/kind: the checks of a new object, and those of an update.
 func ValidateUpdate(group, kind string, obj, old map[string]any) field.ErrorList {
-	return run(kinds[group+"/"+kind], obj, old)
+	return run(checksOf(group, kind, obj), obj, old)
+}
+
+// checksOf are the checks of obj, of kind group/kind: those of its
+// version (its apiVersion's) if that has its own (versionKinds), else the
+// kind's.
+func checksOf(group, kind string, obj map[string]any) []Check {
+	apiVersion, _ := obj["apiVersion"].(string)
+	if checks, ok := versionKinds[apiVersion+"/"+kind]; ok {
+		return checks
+	}
+	return kinds[group+"/"+kind]
 }
 
 func run(checks []Check, obj, old map[string]any) field.ErrorList {
