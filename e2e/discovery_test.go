@@ -53,8 +53,8 @@ func TestNamespacesNoDeleteCollection(t *testing.T) {
 // and their order. testdata/discovery.json holds the reference's
 // /apis, /apis/<group>, /api/v1 and /apis/<group>/<version> for the groups
 // watchcache serves, each list without what watchcache does not serve
-// (other groups; componentstatuses, pods/exec, pods/log, ... in /api/v1;
-// autoscaling/v1). The documents of a group version were recorded with
+// (other groups; componentstatuses, pods/exec, pods/log, ... in /api/v1).
+// The documents of a group version were recorded with
 // `kubectl get --raw <path>` and those lists filtered.
 func TestDiscoveryMatchesKubeAPIServer(t *testing.T) {
 	t.Parallel()
