@@ -17,6 +17,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -550,6 +551,19 @@ func TestProtobuf(t *testing.T) {
 				},
 				informer: pbKubeInformer(c.kube, ns, func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 					return f.Coordination().V1().Leases().Informer()
+				}),
+			}, ns)
+		}},
+		{"horizontalpodautoscalers-autoscaling-v1", func(t *testing.T, c *pbClients, ns string) {
+			pbExercise(t, pbKind[*autoscalingv1.HorizontalPodAutoscaler, *autoscalingv1.HorizontalPodAutoscalerList]{
+				gr: autoscalingv1.Resource("horizontalpodautoscalers"), client: c.kube.AutoscalingV1().HorizontalPodAutoscalers(ns),
+				mk: func(name string) *autoscalingv1.HorizontalPodAutoscaler {
+					return &autoscalingv1.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: name},
+						Spec: autoscalingv1.HorizontalPodAutoscalerSpec{MaxReplicas: 4, TargetCPUUtilizationPercentage: cgPtr(int32(70)),
+							ScaleTargetRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}}
+				},
+				informer: pbKubeInformer(c.kube, ns, func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+					return f.Autoscaling().V1().HorizontalPodAutoscalers().Informer()
 				}),
 			}, ns)
 		}},
