@@ -7,13 +7,11 @@ import (
 	"encoding/json"
 	"maps"
 
-	"github.com/watchcache/watchcache/pkg/defaults"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kjson "sigs.k8s.io/json"
 )
 
 // The annotations in which an autoscaling/v1 HPA carries what v1 cannot
@@ -218,26 +216,37 @@ func (hpas) ToStorage(served []byte) ([]byte, error) {
 			delete(out.Annotations, k)
 		}
 	}
-	data, err := json.Marshal(&out)
-	if err != nil || out.Spec.Behavior == nil {
-		return data, err
+	if b := out.Spec.Behavior; b != nil {
+		// A behavior from the annotation gets autoscaling/v2's defaults,
+		// as kube-apiserver's read of the stored object gives it.
+		b.ScaleUp = defaultScalingRules(b.ScaleUp, ptr(int32(0)),
+			[]autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PodsScalingPolicy, Value: 4, PeriodSeconds: 15},
+				{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15}})
+		b.ScaleDown = defaultScalingRules(b.ScaleDown, nil,
+			[]autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15}})
 	}
-	// A behavior from the annotation gets autoscaling/v2's defaults, as
-	// kube-apiserver's read of the stored object gives it.
-	var obj map[string]any
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &obj); err != nil {
-		return nil, err
-	}
-	defaults.Apply("autoscaling", "HorizontalPodAutoscaler", obj)
-	if data, err = json.Marshal(obj); err != nil {
-		return nil, err
-	}
-	var defaulted autoscalingv2.HorizontalPodAutoscaler
-	if err := json.Unmarshal(data, &defaulted); err != nil {
-		return nil, err
-	}
-	return json.Marshal(&defaulted)
+	return json.Marshal(&out)
 }
+
+// defaultScalingRules gives scaling rules autoscaling/v2's defaults: the
+// stabilization window (if given), the Max policy and the policies.
+func defaultScalingRules(r *autoscalingv2.HPAScalingRules, window *int32, policies []autoscalingv2.HPAScalingPolicy) *autoscalingv2.HPAScalingRules {
+	if r == nil {
+		r = &autoscalingv2.HPAScalingRules{}
+	}
+	if r.StabilizationWindowSeconds == nil {
+		r.StabilizationWindowSeconds = window
+	}
+	if r.SelectPolicy == nil {
+		r.SelectPolicy = ptr(autoscalingv2.MaxChangePolicySelect)
+	}
+	if r.Policies == nil {
+		r.Policies = policies
+	}
+	return r
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // isCPU says whether a metric is of the resource cpu.
 func isCPU(t autoscalingv2.MetricSourceType, r *autoscalingv2.ResourceMetricSource) bool {
