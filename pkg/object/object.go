@@ -127,22 +127,17 @@ func (o *Object) WriteJSONWithoutPrefix(w *bufio.Writer, prefix string) (bool, e
 		return false, nil
 	}
 	w.WriteByte('{')
-	w.WriteString(o.stored[len(prefix):o.rvAt])
-	w.WriteString(`"resourceVersion":"`)
-	w.Write(strconv.AppendUint(w.AvailableBuffer(), o.rv, 10))
-	if o.comma() {
-		w.WriteString(`",`)
-	} else {
-		w.WriteByte('"')
-	}
-	_, err := w.WriteString(o.stored[o.rvAt:])
-	return true, err
+	return true, o.writeFrom(w, len(prefix))
 }
 
 // WriteJSON writes the object as served to clients, with
 // metadata.resourceVersion, into a buffered writer without allocating.
-func (o *Object) WriteJSON(w *bufio.Writer) error {
-	w.WriteString(o.stored[:o.rvAt])
+func (o *Object) WriteJSON(w *bufio.Writer) error { return o.writeFrom(w, 0) }
+
+// writeFrom writes the served form from offset start of the stored JSON
+// (before metadata's members).
+func (o *Object) writeFrom(w *bufio.Writer, start int) error {
+	w.WriteString(o.stored[start:o.rvAt])
 	w.WriteString(`"resourceVersion":"`)
 	w.Write(strconv.AppendUint(w.AvailableBuffer(), o.rv, 10))
 	if o.comma() {
