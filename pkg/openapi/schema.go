@@ -63,6 +63,9 @@ func (sg *schemaGen) ref(t reflect.Type) string {
 		if len(required) > 0 {
 			s["required"] = required
 		}
+		if len(props) == 0 {
+			delete(s, "properties") // as kube-openapi's spec.Schema writes it
+		}
 	}
 	if d := docs[""]; d != "" {
 		s["description"] = d

@@ -332,13 +332,14 @@ func addResourcePaths(paths map[string]any, sg *schemaGen, res *resource.Resourc
 			"get": op("watchlist", "watch"+gvName+kind+"ListForAllNamespaces", listQueryParams, "200", event, watchTypes)}
 	}
 	itemParams := append([]any{pathParam("name")}, scopeParams...)
-	collectionOps := map[string]any{"parameters": scopeParams,
+	collectionOps := map[string]any{
 		"get":  op("list", "list"+gvName+nsKind, listQueryParams, "200", list, jsonTypes),
 		"post": withBody(op("post", "create"+gvName+nsKind, validationParams, "201", object, jsonTypes), object, jsonTypes),
 	}
 	if res.Allows("deletecollection") {
 		collectionOps["delete"] = op("deletecollection", "delete"+gvName+"Collection"+nsKind, listQueryParams, "200", list, jsonTypes)
 	}
+	withScope(collectionOps, scopeParams)
 	paths[collection] = collectionOps
 	paths[collection+"/{name}"] = map[string]any{"parameters": itemParams,
 		"get":    op("get", "read"+gvName+nsKind, getParams, "200", object, jsonTypes),
@@ -347,10 +348,20 @@ func addResourcePaths(paths map[string]any, sg *schemaGen, res *resource.Resourc
 		"delete": withBody(op("delete", "delete"+gvName+nsKind, nil, "200", object, jsonTypes), deleteOptions, jsonTypes),
 	}
 	watchCollection := prefix + "/watch" + strings.TrimPrefix(collection, prefix)
-	paths[watchCollection] = map[string]any{"parameters": scopeParams,
-		"get": op("watchlist", "watch"+gvName+nsKind+"List", listQueryParams, "200", event, watchTypes)}
+	paths[watchCollection] = withScope(map[string]any{
+		"get": op("watchlist", "watch"+gvName+nsKind+"List", listQueryParams, "200", event, watchTypes)}, scopeParams)
 	paths[watchCollection+"/{name}"] = map[string]any{"parameters": itemParams,
 		"get": op("watch", "watch"+gvName+nsKind, listQueryParams, "200", event, watchTypes)}
+}
+
+// withScope gives a path item its path parameters, none on a cluster-scoped
+// collection: kube-apiserver leaves an empty list out, and kube-openapi's
+// spec3 would drop it when writing the document again.
+func withScope(item map[string]any, params []any) map[string]any {
+	if len(params) > 0 {
+		item["parameters"] = params
+	}
+	return item
 }
 
 // content is the content of a request or response body: one schema in
