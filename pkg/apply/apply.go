@@ -16,11 +16,13 @@ import (
 	"sync"
 
 	"github.com/watchcache/watchcache/pkg/resource"
+	"github.com/watchcache/watchcache/pkg/strategy"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // Managers makes the field managers of the resources of one set of
@@ -91,18 +93,40 @@ func (m *Managers) For(res *resource.Resource, subresource string) (*managedfiel
 			return nil, err
 		}
 	}
+	reset := resetFields(res, subresource)
 	var fm *managedfields.FieldManager
 	var err error
 	if res.StrategicMergeType != nil {
-		fm, err = managedfields.NewDefaultFieldManager(tc, converter{}, defaulter{}, creater{}, kind, gv, subresource, nil)
+		fm, err = managedfields.NewDefaultFieldManager(tc, converter{}, defaulter{}, creater{}, kind, gv, subresource, reset)
 	} else {
-		fm, err = managedfields.NewDefaultCRDFieldManager(tc, converter{}, defaulter{}, creater{}, kind, gv, subresource, nil)
+		fm, err = managedfields.NewDefaultCRDFieldManager(tc, converter{}, defaulter{}, creater{}, kind, gv, subresource, reset)
 	}
 	if err != nil {
 		return nil, err
 	}
 	m.managers[key] = fm
 	return fm, nil
+}
+
+// resetFields are the fields a write of res's subresource does not change
+// (strategy.ResetFields), in the form of kube-apiserver's strategies'
+// GetResetFields: its field manager records no owner for them, so that an
+// apply of the object carrying a status owns none of it, and a later apply
+// of /status by the same manager has no conflict with it.
+func resetFields(res *resource.Resource, subresource string) map[fieldpath.APIVersion]fieldpath.Filter {
+	paths := strategy.ResetFields(res, subresource)
+	if len(paths) == 0 {
+		return nil
+	}
+	set := fieldpath.NewSet()
+	for _, path := range paths {
+		elems := make([]any, len(path))
+		for i, name := range path {
+			elems[i] = name
+		}
+		set.Insert(fieldpath.MakePathOrDie(elems...))
+	}
+	return map[fieldpath.APIVersion]fieldpath.Filter{fieldpath.APIVersion(res.GroupVersion()): fieldpath.NewExcludeSetFilter(set)}
 }
 
 // ManagerName is the manager of a write that names none: the client's

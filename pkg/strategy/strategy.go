@@ -75,10 +75,12 @@ var subresourcePaths = map[string][]string{
 
 // writeOnly makes obj old with the value obj has at path (absent if obj
 // has none), keeping the resourceVersion the client sent for its
-// precondition.
+// precondition and obj's managedFields, which an apply has set to what it
+// owns now.
 func writeOnly(obj, old map[string]any, path []string) {
 	value, hasValue := lookup(obj, path)
 	rv, hasRV := metadata(obj)["resourceVersion"]
+	managed, hasManaged := metadata(obj)["managedFields"]
 	for k := range obj {
 		delete(obj, k)
 	}
@@ -90,6 +92,9 @@ func writeOnly(obj, old map[string]any, path []string) {
 	delete(meta, "resourceVersion")
 	if hasRV {
 		meta["resourceVersion"] = rv
+	}
+	if hasManaged {
+		meta["managedFields"] = managed
 	}
 }
 
@@ -175,3 +180,21 @@ func generationOf(obj map[string]any) int64 { return int64Field(metadata(obj), "
 // metadata returns obj's metadata, adding an empty one if absent (callers
 // have checked it is an object).
 func metadata(obj map[string]any) map[string]any { return jsontree.Child(obj, "metadata") }
+
+// ResetFields are the fields, as paths, that a write of res's subresource
+// ("" for the object itself) does not change, because the strategy puts
+// the stored ones back: what kube-apiserver's strategies list in their
+// GetResetFields, which its field manager takes out of a write before
+// recording who owns what. A write of the object leaves the status of a
+// kind with a status subresource, a write of /status leaves the spec.
+func ResetFields(res *resource.Resource, subresource string) [][]string {
+	switch subresource {
+	case "":
+		if res.Status {
+			return [][]string{{"status"}}
+		}
+	case "status":
+		return [][]string{{"spec"}}
+	}
+	return nil
+}
