@@ -39,10 +39,16 @@ func PrepareForCreate(res *resource.Resource, obj map[string]any) {
 //     subresource, and a namespace's spec.finalizers;
 //   - an update of a subresource keeps everything but its field (and the
 //     resourceVersion the client sent, for its precondition) from old;
+//     /status of a built-in kind also takes the metadata sent, but for what
+//     its kind's strategy resets (statusMetadataResets);
 //   - generation goes up by one when anything but metadata and status
 //     changed (or the annotations, for a kind that counts them), and is
 //     never the client's to set.
 func PrepareForUpdate(res *resource.Resource, subresource string, obj, old map[string]any) {
+	if subresource == "status" && res.StrategicMergeType != nil {
+		writeStatus(res, obj, old)
+		return
+	}
 	if path := subresourcePaths[subresource]; path != nil {
 		writeOnly(obj, old, path)
 		return
@@ -71,6 +77,39 @@ var subresourcePaths = map[string][]string{
 	"status":   {"status"},
 	"finalize": {"spec", "finalizers"},
 	"approval": {"status", "conditions"},
+}
+
+// statusMetadataResets are the metadata fields that kube-apiserver's status
+// strategy of a built-in kind (group/plural) puts back from the stored
+// object; the rest of the metadata a /status write sends is kept (a
+// custom resource's /status keeps none of it).
+var statusMetadataResets = map[string][]string{
+	"apps/deployments": {"labels"},
+	"/pods":            {"ownerReferences"},
+}
+
+// writeStatus makes obj, a /status write of a built-in kind, old with obj's
+// status and metadata, but for its generation and the metadata its kind
+// resets.
+func writeStatus(res *resource.Resource, obj, old map[string]any) {
+	status, hasStatus := obj["status"]
+	meta, _ := obj["metadata"].(map[string]any)
+	for k := range obj {
+		delete(obj, k)
+	}
+	for k, v := range jsontree.DeepCopy(old).(map[string]any) {
+		obj[k] = v
+	}
+	set(obj, []string{"status"}, status, hasStatus)
+	if meta == nil {
+		return
+	}
+	oldMeta := metadata(obj)
+	for _, name := range append([]string{"generation"}, statusMetadataResets[res.Group+"/"+res.Plural]...) {
+		value, ok := oldMeta[name]
+		set(meta, []string{name}, value, ok)
+	}
+	obj["metadata"] = meta
 }
 
 // writeOnly makes obj old with the value obj has at path (absent if obj
@@ -194,7 +233,13 @@ func ResetFields(res *resource.Resource, subresource string) [][]string {
 			return [][]string{{"status"}}
 		}
 	case "status":
-		return [][]string{{"spec"}}
+		paths := [][]string{{"spec"}}
+		if res.StrategicMergeType != nil {
+			for _, name := range statusMetadataResets[res.Group+"/"+res.Plural] {
+				paths = append(paths, []string{"metadata", name})
+			}
+		}
+		return paths
 	}
 	return nil
 }

@@ -5,12 +5,17 @@ import (
 	"testing"
 
 	"github.com/watchcache/watchcache/pkg/resource"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 var (
-	deployments = &resource.Resource{Group: "apps", Kind: "Deployment", Status: true, Generation: true, GenerationAnnotations: true, Scale: true}
-	services    = &resource.Resource{Kind: "Service", Status: true}
-	rcs         = &resource.Resource{Kind: "ReplicationController", Status: true, Generation: true, Scale: true}
+	deployments = &resource.Resource{Group: "apps", Kind: "Deployment", Plural: "deployments", Status: true, Generation: true, GenerationAnnotations: true, Scale: true,
+		StrategicMergeType: appsv1.Deployment{}}
+	namespaces = &resource.Resource{Kind: "Namespace", Plural: "namespaces", Status: true, StrategicMergeType: corev1.Namespace{}}
+	widgets    = &resource.Resource{Group: "example.com", Kind: "Widget", Plural: "widgets", Status: true}
+	services   = &resource.Resource{Kind: "Service", Status: true}
+	rcs        = &resource.Resource{Kind: "ReplicationController", Status: true, Generation: true, Scale: true}
 )
 
 func decode(t *testing.T, s string) map[string]any {
@@ -56,8 +61,12 @@ func TestPrepareForUpdate(t *testing.T) {
 			`{"metadata":{"generation":4,"name":"d"},"spec":{"replicas":3},"status":{"replicas":2}}`},
 		{deployments, "metadata only: generation kept", "", `{"metadata":{"name":"d","labels":{"b":"2"}},"spec":{"replicas":2}}`,
 			`{"metadata":{"generation":3,"labels":{"b":"2"},"name":"d"},"spec":{"replicas":2},"status":{"replicas":2}}`},
-		{deployments, "status: only status taken", "status", `{"metadata":{"name":"d","labels":{"b":"2"},"resourceVersion":"10"},"spec":{"replicas":7},"status":{"replicas":1}}`,
-			`{"metadata":{"generation":3,"labels":{"a":"1"},"name":"d","resourceVersion":"10"},"spec":{"replicas":2},"status":{"replicas":1}}`},
+		{deployments, "status: a deployment's labels and spec reset", "status", `{"metadata":{"name":"d","generation":9,"labels":{"b":"2"},"annotations":{"a":"b"},"finalizers":["f/g"],"resourceVersion":"10"},"spec":{"replicas":7},"status":{"replicas":1}}`,
+			`{"metadata":{"annotations":{"a":"b"},"finalizers":["f/g"],"generation":3,"labels":{"a":"1"},"name":"d","resourceVersion":"10"},"spec":{"replicas":2},"status":{"replicas":1}}`},
+		{namespaces, "status: a namespace's metadata kept", "status", `{"metadata":{"name":"d","labels":{"b":"2"},"annotations":{"a":"b"}},"spec":{"replicas":7},"status":{"replicas":1}}`,
+			`{"metadata":{"annotations":{"a":"b"},"generation":3,"labels":{"b":"2"},"name":"d"},"spec":{"replicas":2},"status":{"replicas":1}}`},
+		{widgets, "status: a custom resource's metadata reset", "status", `{"metadata":{"name":"d","labels":{"b":"2"},"annotations":{"a":"b"},"managedFields":[]},"spec":{"replicas":7},"status":{"replicas":1}}`,
+			`{"metadata":{"generation":3,"labels":{"a":"1"},"managedFields":[],"name":"d"},"spec":{"replicas":2},"status":{"replicas":1}}`},
 		{deployments, "status removed through /status", "status", `{"metadata":{"name":"d"},"spec":{}}`,
 			`{"metadata":{"generation":3,"labels":{"a":"1"},"name":"d"},"spec":{"replicas":2}}`},
 		{deployments, "a deployment's annotations: generation up", "", `{"metadata":{"name":"d","annotations":{"a":"1"}},"spec":{"replicas":2}}`,
