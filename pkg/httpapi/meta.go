@@ -14,7 +14,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/resource"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // metadataOf returns obj's metadata map, creating it if absent.
@@ -97,17 +97,11 @@ func checkIdentity(meta map[string]any, req *request) *apierrors.StatusError {
 	return nil
 }
 
-// validateName applies kube-apiserver's naming rules: namespaces are DNS
-// labels, everything else DNS subdomains.
+// validateName applies the naming rule of the object's kind
+// (resource.NameRule): a DNS-1123 subdomain, label or path segment.
 func validateName(res *resource.Resource, name string) *apierrors.StatusError {
-	var problems []string
-	if res.Group == "" && res.Plural == "namespaces" {
-		problems = validation.IsDNS1123Label(name)
-	} else {
-		problems = validation.IsDNS1123Subdomain(name)
-	}
-	if len(problems) > 0 {
-		return invalid(res, name, "metadata.name", fmt.Sprintf("Invalid value: %q: %s", name, strings.Join(problems, "; ")))
+	if problems := res.NameRule().Check(name); len(problems) > 0 {
+		return invalidObject(res, name, field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), name, strings.Join(problems, "; "))})
 	}
 	return nil
 }
