@@ -89,18 +89,29 @@ func semaphore(n int) chan struct{} {
 // reading the deadline cut, encoding.AbortResponse), the abort reaches
 // net/http, so that the client sees a broken transfer, not an answer that
 // ends cleanly but incomplete. 0: no bound.
+//
+// A ?timeout= that is not a duration is a 400, as kube-apiserver's
+// (watches ignore it).
 func WithRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
-	if timeout <= 0 {
-		return next
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if longRunning(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
 		d := timeout
-		if asked, err := time.ParseDuration(r.URL.Query().Get("timeout")); err == nil && asked > 0 && asked < d {
-			d = asked
+		if value := r.URL.Query().Get("timeout"); value != "" {
+			asked, err := time.ParseDuration(value)
+			if err != nil {
+				apistatus.Write(w, apistatus.BadRequest("invalid timeout specified in the request URL - %v", err), apistatus.Subject{})
+				return
+			}
+			if asked > 0 && asked < d {
+				d = asked
+			}
+		}
+		if d <= 0 {
+			next.ServeHTTP(w, r)
+			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), d)
 		defer cancel()
