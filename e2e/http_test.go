@@ -552,13 +552,20 @@ func TestHTTPHealth(t *testing.T) {
 	}
 	resp, data := htDo(t, "GET", "/readyz?verbose", "", nil)
 	body := string(data)
-	for _, want := range []string{"[+]ping ok\n[+]etcd ok\n[+]etcd-readiness ok\n", "[+]watch-cache-initialization ok\n", "[+]rbac ok\n"} {
+	for _, want := range []string{"[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]etcd-readiness ok\n", "[+]watch-cache-initialization ok\n", "[+]rbac ok\n"} {
 		if resp.StatusCode != 200 || !strings.Contains(body, want) || !strings.HasSuffix(body, "readyz check passed\n") {
 			t.Errorf("/readyz?verbose: %d %q, want %q in it", resp.StatusCode, body, want)
 		}
 	}
-	resp, data = htDo(t, "GET", "/livez?verbose&exclude=etcd&exclude=nope", "", nil)
-	if want := "[+]ping ok\n[+]etcd excluded: ok\nwarn: some health checks cannot be excluded: no matches for \"nope\"\nlivez check passed\n"; resp.StatusCode != 200 || string(data) != want {
+	resp, data = htDo(t, "GET", "/livez?verbose&exclude=etcd&exclude=nope&exclude=log&exclude=poststarthook/start-apiextensions-informers&"+
+		"exclude=poststarthook/start-apiextensions-controllers&exclude=poststarthook/crd-informer-synced&"+
+		"exclude=poststarthook/start-system-namespaces-controller&exclude=poststarthook/rbac/bootstrap-roles&"+
+		"exclude=poststarthook/scheduling/bootstrap-system-priority-classes", "", nil)
+	if want := "[+]ping ok\n[+]log excluded: ok\n[+]etcd excluded: ok\n" +
+		"[+]poststarthook/start-apiextensions-informers excluded: ok\n[+]poststarthook/start-apiextensions-controllers excluded: ok\n" +
+		"[+]poststarthook/crd-informer-synced excluded: ok\n[+]poststarthook/start-system-namespaces-controller excluded: ok\n" +
+		"[+]poststarthook/rbac/bootstrap-roles excluded: ok\n[+]poststarthook/scheduling/bootstrap-system-priority-classes excluded: ok\n" +
+		"warn: some health checks cannot be excluded: no matches for \"nope\"\nlivez check passed\n"; resp.StatusCode != 200 || string(data) != want {
 		t.Errorf("/livez?verbose&exclude=etcd&exclude=nope: %d %q, want %q", resp.StatusCode, data, want)
 	}
 	if resp, data := htDo(t, "GET", "/readyz/nope", "", nil); resp.StatusCode != 404 {

@@ -398,19 +398,23 @@ func Start(cfg Config) (_ *App, err error) {
 		NewStore: func(res *resource.Resource) storage.Interface { return a.newStore(cfg, res, storageMetrics, enc) }}
 	crds.Start(ctx)
 	a.initialized = a.cachesInitialized(cfg.StorageInitializationTimeout)
+	shutdown := func(context.Context) error {
+		if a.shuttingDown.Load() {
+			return errors.New("process is shutting down")
+		}
+		return nil
+	}
+	healthChecks := slices.Concat(a.etcdChecks(cfg, namespaceStore),
+		[]health.Check{
+			{Name: "watch-cache-initialization", ReadyOnly: true, Check: a.initialized},
+			{Name: "rbac", ReadyOnly: true, Check: sec.authz.ready}},
+		postStartHooks(sec.authz.rbac != nil),
+		[]health.Check{{Name: "shutdown", ReadyOnly: true, Check: shutdown}})
 	srv := httpapi.New(httpapi.Config{
 		Registry: registry, Log: cfg.Log, MinWatchTimeout: cfg.MinWatchTimeout, Metrics: promRegistry, Profiling: cfg.Profiling,
 		DisableShardedListAndWatch: cfg.DisableShardedListAndWatch,
-		HealthChecks: append(a.etcdChecks(cfg, namespaceStore),
-			health.Check{Name: "watch-cache-initialization", ReadyOnly: true, Check: a.initialized},
-			health.Check{Name: "rbac", ReadyOnly: true, Check: sec.authz.ready},
-			health.Check{Name: "shutdown", ReadyOnly: true, Check: func(context.Context) error {
-				if a.shuttingDown.Load() {
-					return errors.New("process is shutting down")
-				}
-				return nil
-			}}),
-		Actions: sec.actions, Pipeline: writePipeline(registry, sec.authz),
+		HealthChecks:               healthChecks,
+		Actions:                    sec.actions, Pipeline: writePipeline(registry, sec.authz),
 	})
 	warnIfExposed(ctx, cfg, sec.authz)
 	a.URL = kubeconfigServer(ln.Addr())
@@ -427,6 +431,24 @@ func Start(cfg Config) (_ *App, err error) {
 		return nil, fmt.Errorf("--resources: %w", err)
 	}
 	return a, nil
+}
+
+// postStartHooks are the checks of the start-up steps done before the
+// server serves that have a counterpart among kube-apiserver's post-start
+// hooks, named and ordered as its are: the CRD informer and controller
+// (crdcontroller.CRDs.Start, which serves the stored definitions first),
+// the system namespaces and priority classes (ensureSystemObjects) and,
+// with RBAC, its bootstrap policy.
+func postStartHooks(rbac bool) []health.Check {
+	names := []string{"start-apiextensions-informers", "start-apiextensions-controllers", "crd-informer-synced",
+		"start-system-namespaces-controller", "rbac/bootstrap-roles", "scheduling/bootstrap-system-priority-classes"}
+	var checks []health.Check
+	for _, name := range names {
+		if name != "rbac/bootstrap-roles" || rbac {
+			checks = append(checks, health.PostStartHook(name))
+		}
+	}
+	return checks
 }
 
 // controllerManagerLease names the Lease of the controllers' leader

@@ -104,14 +104,17 @@ func TestEtcdServersOverrides(t *testing.T) {
 			t.Errorf("%s: %d\n%s\nwant %d\n%s", path, code, body, wantCode, want)
 		}
 	}
-	health("/livez", 200, "[+]ping ok\n[+]etcd ok\n[+]etcd-override-0 ok\nlivez check passed\n")
-	health("/healthz", 200, "[+]ping ok\n[+]etcd excluded: ok\n[+]etcd-override-0 excluded with etcd: ok\nhealthz check passed\n")
-	health("/readyz", 200, "[+]ping ok\n[+]etcd ok\n[+]etcd-readiness ok\n[+]etcd-override-0 ok\n[+]etcd-override-readiness-0 ok\n"+
-		"[+]watch-cache-initialization ok\n[+]rbac ok\n[+]shutdown ok\nreadyz check passed\n")
+	hooks := "[+]poststarthook/start-apiextensions-informers ok\n[+]poststarthook/start-apiextensions-controllers ok\n" +
+		"[+]poststarthook/crd-informer-synced ok\n[+]poststarthook/start-system-namespaces-controller ok\n" +
+		"[+]poststarthook/rbac/bootstrap-roles ok\n[+]poststarthook/scheduling/bootstrap-system-priority-classes ok\n"
+	health("/livez", 200, "[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]etcd-override-0 ok\n"+hooks+"livez check passed\n")
+	health("/healthz", 200, "[+]ping ok\n[+]log ok\n[+]etcd excluded: ok\n[+]etcd-override-0 excluded with etcd: ok\n"+hooks+"healthz check passed\n")
+	health("/readyz", 200, "[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]etcd-readiness ok\n[+]etcd-override-0 ok\n[+]etcd-override-readiness-0 ok\n"+
+		"[+]watch-cache-initialization ok\n[+]rbac ok\n"+hooks+"[+]shutdown ok\nreadyz check passed\n")
 	closeOther()
-	health("/livez", 500, "[+]ping ok\n[+]etcd ok\n[-]etcd-override-0 failed: reason withheld\nlivez check failed\n")
-	health("/readyz", 500, "[+]ping ok\n[+]etcd ok\n[+]etcd-readiness ok\n[-]etcd-override-0 failed: reason withheld\n"+
-		"[-]etcd-override-readiness-0 failed: reason withheld\n[+]watch-cache-initialization ok\n[+]rbac ok\n[+]shutdown ok\nreadyz check failed\n")
-	health("/readyz", 200, "[+]ping ok\n[+]etcd excluded: ok\n[+]etcd-readiness excluded: ok\n[+]etcd-override-0 excluded with etcd: ok\n"+
-		"[+]etcd-override-readiness-0 excluded with etcd-readiness: ok\n[+]watch-cache-initialization ok\n[+]rbac ok\n[+]shutdown ok\nreadyz check passed\n")
+	health("/livez", 500, "[+]ping ok\n[+]log ok\n[+]etcd ok\n[-]etcd-override-0 failed: reason withheld\n"+hooks+"livez check failed\n")
+	health("/readyz", 500, "[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]etcd-readiness ok\n[-]etcd-override-0 failed: reason withheld\n"+
+		"[-]etcd-override-readiness-0 failed: reason withheld\n[+]watch-cache-initialization ok\n[+]rbac ok\n"+hooks+"[+]shutdown ok\nreadyz check failed\n")
+	health("/readyz", 200, "[+]ping ok\n[+]log ok\n[+]etcd excluded: ok\n[+]etcd-readiness excluded: ok\n[+]etcd-override-0 excluded with etcd: ok\n"+
+		"[+]etcd-override-readiness-0 excluded with etcd-readiness: ok\n[+]watch-cache-initialization ok\n[+]rbac ok\n"+hooks+"[+]shutdown ok\nreadyz check passed\n")
 }

@@ -34,11 +34,25 @@ const checkTimeout = 5 * time.Second
 // pingCheck is every endpoint's first check: the process serves HTTP.
 var pingCheck = Check{Name: "ping", Check: func(context.Context) error { return nil }}
 
+// logCheck is every endpoint's second check, kube-apiserver's "log": the
+// process's logging works (it cannot block here: the logger writes
+// synchronously).
+var logCheck = Check{Name: "log", Check: func(context.Context) error { return nil }}
+
+// PostStartHook is the check of a start-up step that has the counterpart
+// name of one of kube-apiserver's post-start hooks ("rbac/bootstrap-roles"),
+// reported as "poststarthook/<name>". The steps here are done before the
+// server serves, so it passes from the first request on.
+func PostStartHook(name string) Check {
+	return Check{Name: "poststarthook/" + name, Check: func(context.Context) error { return nil }}
+}
+
 // endpoints maps /healthz, /livez and /readyz to their checks, as
-// kube-apiserver has them: ping and every check for /readyz, ping and the
-// checks that are not ReadyOnly (etcd) for /healthz and /livez.
+// kube-apiserver has them: ping, log and every check for /readyz, ping, log
+// and the checks that are not ReadyOnly (etcd, post-start hooks) for
+// /healthz and /livez.
 func endpoints(checks []Check) map[string][]Check {
-	ready := append([]Check{pingCheck}, checks...)
+	ready := append([]Check{pingCheck, logCheck}, checks...)
 	live := slices.DeleteFunc(slices.Clone(ready), func(c Check) bool { return c.ReadyOnly })
 	return map[string][]Check{"healthz": live, "livez": live, "readyz": ready}
 }
