@@ -38,6 +38,9 @@ const (
 	List
 	// A watch's events.
 	Watch
+	// An object an action answers with, computed and not stored (a review,
+	// a TokenRequest): kube-apiserver has no Table of it.
+	Action
 )
 
 // Format is the representation a request's Accept header chose, as
@@ -88,7 +91,7 @@ func Negotiate(r *http.Request, res *resource.Resource, target Target) (Format, 
 		case as == "" && mediaType == ProtobufType && !hasProtobuf(res):
 			continue
 		case as == "":
-		case as == "Table" && mediaType != ProtobufType:
+		case as == "Table" && mediaType != ProtobufType && target != Action:
 			f.Table = tableOptions(r, version)
 		case as == "PartialObjectMetadata" && target != List, as == "PartialObjectMetadataList" && target == List:
 			f.Partial = version

@@ -48,6 +48,12 @@ func TestNegotiate(t *testing.T) {
 		{accept: ProtobufType + ";stream=watch", res: cms, target: Watch, mediaType: ProtobufType, status: ProtobufType},
 		{accept: "application/json;as=Table;v=v1;g=meta.k8s.io,application/json", res: cms, target: List, mediaType: JSONType, table: true, status: JSONType},
 		{accept: ProtobufType + ";as=Table;v=v1;g=meta.k8s.io", res: cms, message: onlyAccepted, status: JSONType},
+		// A create asked for as a Table only: a Table of the object stored
+		// (a config map), a 406 for what an action answers (recorded with a
+		// SelfSubjectAccessReview and a TokenRequest).
+		{accept: "application/json;as=Table;v=v1;g=meta.k8s.io", res: cms, mediaType: JSONType, table: true, status: JSONType},
+		{accept: "application/json;as=Table;v=v1;g=meta.k8s.io", res: cms, target: Action, message: onlyAccepted, status: JSONType},
+		{accept: "application/json;as=Table;v=v1;g=meta.k8s.io, application/json", res: cms, target: Action, mediaType: JSONType, status: JSONType},
 		{accept: ProtobufType + ";as=Table;v=v1;g=meta.k8s.io, application/json", res: cms, target: List, mediaType: JSONType, status: JSONType},
 		{accept: ProtobufType + ";as=PartialObjectMetadata;v=v1;g=meta.k8s.io", res: cms, mediaType: ProtobufType, partial: "v1", status: JSONType},
 		{accept: ProtobufType + ";as=PartialObjectMetadataList;v=v1;g=meta.k8s.io", res: cms, target: List, mediaType: ProtobufType, partial: "v1", status: JSONType},

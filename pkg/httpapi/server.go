@@ -166,7 +166,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *requ
 		apistatus.Write(w, aerr, req.res.Subject(req.name))
 		return
 	}
-	format, err := encoding.Negotiate(r, req.res, targets[req.verb])
+	target := targets[req.verb]
+	if !req.res.Stored() || req.subresource != "" && !hasStoredSubresource(req.res, req.subresource) {
+		target = encoding.Action
+	}
+	format, err := encoding.Negotiate(r, req.res, target)
 	if err != nil {
 		apistatus.Write(w, err, req.res.Subject(req.name))
 		return
