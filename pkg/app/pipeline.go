@@ -19,8 +19,8 @@ import (
 // validation, then the validating plugins, ValidatingAdmissionPolicy and
 // the validating webhooks, then storage. A Service's cluster IPs are
 // allocated where kube-apiserver's Service REST does (after mutating
-// admission, before validation) and released once it is deleted. Deletes pass the validating
-// stages only.
+// admission, before validation) and released once it is deleted. Deletes
+// pass the validating stages only.
 func writePipeline(registry *resource.Registry, authz *authorization) *pipeline.Pipeline {
 	plugins := &admission.Builtin{Registry: registry}
 	webhooks := &admission.Webhooks{Registry: registry}
