@@ -41,6 +41,7 @@ func parseFlags(args []string) (app.Config, error) {
 	fs.IntVar(&c.SecurePort, "secure-port", 6443, "port to serve HTTPS on (0: any free port)")
 	fs.StringVar(&c.AdvertiseAddress, "advertise-address", "", "IP address the kubernetes Service's Endpoints list for this server (empty: the bind address, or the host's first non-loopback address when it is 0.0.0.0; a loopback address gets no Endpoints)")
 	fs.StringVar(&c.ServiceClusterIPRange, "service-cluster-ip-range", app.DefaultServiceClusterIPRange, "CIDR of Service cluster IPs (two, comma-separated, one per IP family, for dual-stack): the default ServiceCIDR; the kubernetes Service gets its first IP")
+	fs.StringVar(&c.ServiceNodePortRange, "service-node-port-range", app.DefaultServiceNodePortRange, "range of Service node ports (low-high, base+offset or one port): NodePort and LoadBalancer Services get free ones of it, requested ones must be in it")
 	fs.Func("tls-san", "extra DNS name or IP address of the generated serving certificate (comma-separated, repeatable)", listFlag(&c.TLSSANs))
 	fs.StringVar(&c.TLSCertFile, "tls-cert-file", "", "serving certificate (PEM) replacing the generated one; its issuer is not written to the kubeconfig")
 	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", "", "key of --tls-cert-file")

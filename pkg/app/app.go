@@ -35,6 +35,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/leaderelect"
 	"github.com/watchcache/watchcache/pkg/pki"
 	"github.com/watchcache/watchcache/pkg/resource"
+	"github.com/watchcache/watchcache/pkg/servicenet"
 	"github.com/watchcache/watchcache/pkg/storage"
 	"github.com/watchcache/watchcache/pkg/storage/cacher"
 	"github.com/watchcache/watchcache/pkg/storage/etcd3"
@@ -85,6 +86,9 @@ type Config struct {
 	// two comma-separated (--service-cluster-ip-range; empty:
 	// kube-apiserver's 10.0.0.0/24): the default ServiceCIDR's.
 	ServiceClusterIPRange string
+	// ServiceNodePortRange is the range of Service node ports
+	// (--service-node-port-range; empty: kube-apiserver's 30000-32767).
+	ServiceNodePortRange string
 	// TLSSANs are names the generated serving certificate covers besides
 	// localhost, 127.0.0.1, ::1, the bind address and the host name
 	// (--tls-san).
@@ -215,6 +219,9 @@ type Config struct {
 
 // App is a running server.
 type App struct {
+	// nodePorts allocates Service node ports (its record in etcd is
+	// shared by the replicas).
+	nodePorts *servicenet.NodePorts
 	// URL is where the API is served, e.g. https://127.0.0.1:6443.
 	URL string
 	// Kubeconfig is the administrator's kubeconfig file for URL.
@@ -294,6 +301,13 @@ func Start(cfg Config) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.ServiceNodePortRange == "" {
+		cfg.ServiceNodePortRange = servicenet.DefaultNodePortRange
+	}
+	nodePortRange, err := servicenet.ParsePortRange(cfg.ServiceNodePortRange)
+	if err != nil {
+		return nil, fmt.Errorf("--service-node-port-range: %w", err)
+	}
 	advertise, err := advertiseAddress(cfg)
 	if err != nil {
 		return nil, err
@@ -334,6 +348,7 @@ func Start(cfg Config) (_ *App, err error) {
 	if err := applySafeguard(&cfg, a.client, cfg.Log); err != nil {
 		return nil, err
 	}
+	a.nodePorts = nodePortAllocator(a.client, cfg.EtcdPrefix, nodePortRange)
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	promRegistry := prometheus.NewRegistry()
@@ -414,7 +429,7 @@ func Start(cfg Config) (_ *App, err error) {
 		Registry: registry, Log: cfg.Log, MinWatchTimeout: cfg.MinWatchTimeout, Metrics: promRegistry, Profiling: cfg.Profiling,
 		DisableShardedListAndWatch: cfg.DisableShardedListAndWatch,
 		HealthChecks:               healthChecks,
-		Actions:                    sec.actions, Pipeline: writePipeline(registry, sec.authz),
+		Actions:                    sec.actions, Pipeline: writePipeline(registry, sec.authz, a.nodePorts),
 	})
 	warnIfExposed(ctx, cfg, sec.authz)
 	a.URL = kubeconfigServer(ln.Addr())
@@ -459,7 +474,7 @@ const controllerManagerLease = "watchcache-controller-manager"
 // role: at once, or, with cfg.LeaderElect, whenever this server holds the
 // Lease. The gauge watchcache_leader says whether they run here.
 func (a *App) startControllerManager(ctx context.Context, cfg Config, registry *resource.Registry, rootCA []byte, prom *prometheus.Registry) error {
-	manager := controller.Manager{Registry: registry, RootCA: rootCA, Log: cfg.Log}
+	manager := controller.Manager{Registry: registry, RootCA: rootCA, NodePorts: a.nodePorts, Log: cfg.Log}
 	running := func() float64 { return 1 }
 	if cfg.LeaderElect {
 		leases := registry.Lookup("coordination.k8s.io", "v1", "leases")

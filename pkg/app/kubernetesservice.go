@@ -19,6 +19,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/servicenet"
 	"github.com/watchcache/watchcache/pkg/storage"
+	"github.com/watchcache/watchcache/pkg/storage/etcd3"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -27,6 +28,10 @@ import (
 // DefaultServiceClusterIPRange is kube-apiserver's default of
 // --service-cluster-ip-range.
 const DefaultServiceClusterIPRange = "10.0.0.0/24"
+
+// DefaultServiceNodePortRange is kube-apiserver's default of
+// --service-node-port-range.
+const DefaultServiceNodePortRange = servicenet.DefaultNodePortRange
 
 // masterLeaseTTL and endpointInterval are kube-apiserver's lease
 // reconciler's: each replica's lease lives 15 s and is renewed every 10 s.
@@ -285,4 +290,13 @@ func same(cur *object.Object, fields map[string]any, want []byte) bool {
 	json.Unmarshal(want, &w)
 	norm, _ := json.Marshal(w)
 	return string(got) == string(norm)
+}
+
+// nodePortAllocator allocates Service node ports of r in the record
+// <prefix>/ranges/servicenodeports (kube-apiserver's key).
+func nodePortAllocator(client *clientv3.Client, prefix string, r servicenet.PortRange) *servicenet.NodePorts {
+	schema, _ := object.NewSchema()
+	store := etcd3.New(etcd3.Config{Client: client, Prefix: strings.TrimSuffix(prefix, "/") + "/ranges",
+		Schema: schema.WithClusterScope(), Resource: "rangeallocations"})
+	return &servicenet.NodePorts{Store: store, Range: r}
 }

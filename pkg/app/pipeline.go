@@ -19,9 +19,9 @@ import (
 // validation, then the validating plugins, ValidatingAdmissionPolicy and
 // the validating webhooks, then storage. A Service's cluster IPs are
 // allocated where kube-apiserver's Service REST does (after mutating
-// admission, before validation) and released once it is deleted. Deletes
-// pass the validating stages only.
-func writePipeline(registry *resource.Registry, authz *authorization) *pipeline.Pipeline {
+// admission, before validation) and released once it is deleted; so are
+// its node ports. Deletes pass the validating stages only.
+func writePipeline(registry *resource.Registry, authz *authorization, nodePorts *servicenet.NodePorts) *pipeline.Pipeline {
 	plugins := &admission.Builtin{Registry: registry}
 	webhooks := &admission.Webhooks{Registry: registry}
 	alloc := &servicenet.Allocator{Registry: registry}
@@ -31,6 +31,7 @@ func writePipeline(registry *resource.Registry, authz *authorization) *pipeline.
 		pipeline.Stage{Name: "MutatingAdmissionPolicy", Step: admission.MutatingPolicies{Webhooks: webhooks}},
 		pipeline.Stage{Name: "MutatingAdmissionWebhook", Step: admission.MutatingWebhooks{Webhooks: webhooks}},
 		pipeline.Stage{Name: "Service cluster IPs (allocation)", Step: servicenet.Allocate{Allocator: alloc}},
+		pipeline.Stage{Name: "Service node ports (allocation)", Step: servicenet.AllocateNodePorts{NodePorts: nodePorts}},
 		pipeline.Stage{Name: "validation", Step: pipeline.Validation},
 		pipeline.Stage{Name: "LimitRanger, Priority (validating)", Step: admission.ValidatingPlugins{Builtin: plugins}},
 		pipeline.Stage{Name: "ValidatingAdmissionPolicy", Step: admission.ValidatingPolicies{Webhooks: webhooks}},
@@ -39,5 +40,6 @@ func writePipeline(registry *resource.Registry, authz *authorization) *pipeline.
 		pipeline.Stage{Name: "storage", Step: pipeline.Storage},
 		pipeline.Stage{Name: "RBAC authorizer catches up", Step: rbacCatchUp{authz}},
 		pipeline.Stage{Name: "Service cluster IPs (release)", Step: servicenet.Release{Allocator: alloc}},
+		pipeline.Stage{Name: "Service node ports (release)", Step: servicenet.ReleaseNodePorts{NodePorts: nodePorts}},
 	)
 }

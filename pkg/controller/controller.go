@@ -39,7 +39,10 @@ type Manager struct {
 	Registry *resource.Registry
 	// RootCA is the PEM bundle published as kube-root-ca.crt.
 	RootCA []byte
-	Log    *slog.Logger
+	// NodePorts, if not nil, is the node port allocator whose record
+	// is repaired.
+	NodePorts *servicenet.NodePorts
+	Log       *slog.Logger
 }
 
 // Run runs the controllers until ctx ends and returns once their workers
@@ -52,7 +55,11 @@ func (m Manager) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { namespaces.Run(ctx) })
 	wg.Go(func() { gc.Run(ctx) })
-	wg.Go(func() { repairClusterIPs(ctx, &servicenet.Allocator{Registry: m.Registry}, m.Log) })
+	wg.Go(func() { repair(ctx, "cluster IP", (&servicenet.Allocator{Registry: m.Registry}).Repair, m.Log) })
+	if m.NodePorts != nil {
+		r := &servicenet.NodePortRepair{NodePorts: m.NodePorts, Registry: m.Registry, Log: m.Log}
+		wg.Go(func() { repair(ctx, "node port", r.Repair, m.Log) })
+	}
 	wg.Wait()
 }
 
@@ -147,15 +154,16 @@ func (goneStore) Delete(_ context.Context, key string, _ *storage.Preconditions,
 	return nil, storage.NewNotFound(key)
 }
 
-// repairInterval is how often the cluster IPs are repaired.
+// repairInterval is how often the cluster IPs and node ports are
+// repaired.
 const repairInterval = 30 * time.Second
 
-// repairClusterIPs runs kube-apiserver's repair of cluster IPs
-// (servicenet.Allocator.Repair) at once and every repairInterval.
-func repairClusterIPs(ctx context.Context, a *servicenet.Allocator, log *slog.Logger) {
+// repair runs one of kube-apiserver's repairs (servicenet's: cluster IPs,
+// node ports) at once and every repairInterval.
+func repair(ctx context.Context, what string, pass func(context.Context) error, log *slog.Logger) {
 	for {
-		if err := a.Repair(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("cluster IP repair", "err", err)
+		if err := pass(ctx); err != nil && ctx.Err() == nil {
+			log.Warn(what+" repair", "err", err)
 		}
 		select {
 		case <-ctx.Done():
