@@ -18,8 +18,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// TestServiceIPsTwoReplicas: two replicas on one etcd, creating Services
-// at once through both, never give one IP twice; the kubernetes Endpoints
+// TestServiceIPsTwoReplicas: two replicas on one etcd, creating NodePort
+// Services at once through both, never give one IP or node port twice
+// (60 node ports: every one taken); the kubernetes Endpoints
 // list both advertised addresses, and one that stops drops out.
 func TestServiceIPsTwoReplicas(t *testing.T) {
 	dirs := []string{t.TempDir(), t.TempDir()}
@@ -44,7 +45,7 @@ func TestServiceIPsTwoReplicas(t *testing.T) {
 		a, err := Start(Config{DataDir: dir, EtcdServers: []string{etcd.Endpoint},
 			EtcdCAFile: own.CACert, EtcdCertFile: own.EtcdClientCert, EtcdKeyFile: own.EtcdClientKey,
 			EtcdPrefix: "/registry", WatchCache: true, ConsistentListFromCache: true, ConsistentGetFromCache: true,
-			AdvertiseAddress: fmt.Sprintf("192.0.2.%d", i+10), ServiceClusterIPRange: "10.0.0.0/26",
+			AdvertiseAddress: fmt.Sprintf("192.0.2.%d", i+10), ServiceClusterIPRange: "10.0.0.0/26", ServiceNodePortRange: "30000-30059",
 			Log: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
@@ -68,7 +69,7 @@ func TestServiceIPsTwoReplicas(t *testing.T) {
 			wg.Go(func() {
 				name := fmt.Sprintf("s-%d-%d", r, i)
 				s, err := cs.CoreV1().Services("default").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
-					Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{})
+					Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{})
 				if err != nil {
 					t.Error(name, err)
 					return
@@ -79,6 +80,11 @@ func TestServiceIPsTwoReplicas(t *testing.T) {
 					t.Errorf("%s and %s both got %s", name, other, s.Spec.ClusterIP)
 				}
 				owner[s.Spec.ClusterIP] = name
+				np := fmt.Sprint(s.Spec.Ports[0].NodePort)
+				if other, ok := owner[np]; ok || np < "30000" || np > "30059" {
+					t.Errorf("%s got node port %s (also %q)", name, np, other)
+				}
+				owner[np] = name
 			})
 		}
 	}
