@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/app"
+	"github.com/watchcache/watchcache/pkg/controller"
 )
 
 func parseFlags(args []string) (app.Config, error) {
@@ -52,6 +53,14 @@ func parseFlags(args []string) (app.Config, error) {
 	fs.DurationVar(&c.LeaderElectLeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long the other servers wait after the leader's last renewal before taking over")
 	fs.DurationVar(&c.LeaderElectRenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew its Lease before it stops its controllers; less than the lease duration")
 	fs.DurationVar(&c.LeaderElectRetryPeriod, "leader-elect-retry-period", 2*time.Second, "how long the servers wait between attempts to acquire or renew the Lease")
+	fs.Func("controllers", "kube-controller-manager's controllers to run, as its --controllers: '*' (all on by default), 'name', '-name' (its names or aliases; comma-separated, repeatable; empty: none). watchcache runs "+
+		strings.Join(controller.Implemented, ", ")+"; other kube-controller-manager names are accepted and left to it (default *)", func(v string) error {
+		if c.Controllers == nil {
+			c.Controllers = []string{}
+		}
+		c.Controllers = append(c.Controllers, csvItems(v)...)
+		return nil
+	})
 	fs.StringVar(&c.ResourcesFile, "resources", "", "YAML file of custom resources to serve")
 	fs.BoolVar(&c.WatchCache, "watch-cache", true, "serve reads from a watch cache in front of etcd")
 	fs.DurationVar(&c.WatchCacheHistoryWindow, "watch-cache-history-window", 75*time.Second, "how far back the watch cache keeps events and snapshots for watches and exact-revision lists")
@@ -77,6 +86,9 @@ func parseFlags(args []string) (app.Config, error) {
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if _, err := controller.ParseControllers(c.Controllers); err != nil {
+		return c, fmt.Errorf("--controllers: %w", err)
 	}
 	var err error
 	if c.WatchCacheSizes, err = parseCacheSizes(sizes); err != nil {
@@ -243,4 +255,16 @@ func applyFeatureGates(c *app.Config, given []string) error {
 	c.WaitWhileInitializing = !resilient
 	c.DisableShardedListAndWatch = !sharded
 	return nil
+}
+
+// csvItems are the comma-separated items of v, trimmed, as a pflag string
+// slice reads them ("": none).
+func csvItems(v string) []string {
+	var items []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			items = append(items, item)
+		}
+	}
+	return items
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/app"
+	"github.com/watchcache/watchcache/pkg/controller"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -108,5 +109,75 @@ func TestWithPortHint(t *testing.T) {
 	cfg.EtcdServers = []string{"https://etcd:2379"}
 	if got := withPortHint(errors.New("listen tcp 127.0.0.1:2379: bind: address already in use"), cfg).Error(); strings.Contains(got, "--etcd-client-port") {
 		t.Errorf("with --etcd-servers there is no embedded etcd to move: %q", got)
+	}
+}
+
+// TestControllersFlag: --controllers as kube-controller-manager's: "*" by
+// default, names and aliases, "-name", the first entry naming a controller
+// decides, an unknown name is an error naming the flag, and a known
+// kube-controller-manager controller watchcache does not run is accepted.
+func TestControllersFlag(t *testing.T) {
+	const (
+		ns, sa, rootCA, gc = controller.NamespaceController, controller.ServiceAccountController,
+			controller.RootCACertificatePublisherController, controller.GarbageCollectorController
+	)
+	for _, c := range []struct {
+		args           []string
+		on             []string // of ns, sa, rootCA, gc
+		notImplemented string
+		err            string
+	}{
+		{args: nil, on: []string{ns, sa, rootCA, gc}},
+		{args: []string{"--controllers=*"}, on: []string{ns, sa, rootCA, gc}},
+		{args: []string{"--controllers="}, on: nil},
+		{args: []string{"--controllers=*,-namespace-controller"}, on: []string{sa, rootCA, gc}},
+		{args: []string{"--controllers=*,-namespace,-garbagecollector,-serviceaccount,-root-ca-cert-publisher"}, on: nil},
+		{args: []string{"--controllers=-namespace-controller,*,namespace"}, on: []string{sa, rootCA, gc}},
+		{args: []string{"--controllers=namespace,*,-namespace-controller"}, on: []string{ns, sa, rootCA, gc}},
+		{args: []string{"--controllers=garbage-collector-controller"}, on: []string{gc}},
+		{args: []string{"--controllers=namespace", "--controllers", "root-ca-cert-publisher"}, on: []string{ns, rootCA}},
+		// kube-controller-manager's own: accepted; those named on are left to it.
+		{args: []string{"--controllers=*,-namespace-controller,-garbage-collector-controller,-serviceaccount-controller,-root-ca-certificate-publisher-controller,bootstrapsigner,tokencleaner,-ttl"},
+			notImplemented: "bootstrap-signer-controller token-cleaner-controller"},
+		{args: []string{"--controllers=deployment,-job-controller,selinux-warning-controller"}, notImplemented: "deployment-controller selinux-warning-controller"},
+		{args: []string{"--controllers=*,nosuch"}, err: `--controllers: "nosuch" is not in the list of known controllers`},
+		{args: []string{"--controllers=-namespaces"}, err: `--controllers: "namespaces" is not in the list of known controllers`},
+		{args: []string{"--controllers=all"}, err: `"all" is not in the list of known controllers`},
+	} {
+		cfg, err := parseFlags(c.args)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%v: err %v, want %q", c.args, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%v: %v", c.args, err)
+			continue
+		}
+		sel, err := controller.ParseControllers(cfg.Controllers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var on []string
+		for _, name := range []string{ns, sa, rootCA, gc} {
+			if sel.Enabled(name) {
+				on = append(on, name)
+			}
+		}
+		if strings.Join(on, " ") != strings.Join(c.on, " ") {
+			t.Errorf("%v: on %v, want %v", c.args, on, c.on)
+		}
+		if got := strings.Join(sel.NotImplemented(), " "); got != c.notImplemented {
+			t.Errorf("%v: not implemented %q, want %q", c.args, got, c.notImplemented)
+		}
+	}
+	// "*" leaves kube-controller-manager's off-by-default controllers off.
+	sel, _ := controller.ParseControllers(nil)
+	if sel.Enabled("bootstrap-signer-controller") || !sel.Enabled("deployment-controller") || len(sel.NotImplemented()) != 0 {
+		t.Errorf("default: %+v", sel)
+	}
+	if (controller.Selection{}).Enabled(ns) != true {
+		t.Error("the zero Selection is the default, *")
 	}
 }

@@ -175,6 +175,14 @@ type Config struct {
 	// --leader-elect-retry-period; 0: kube-controller-manager's 15 s, 10 s
 	// and 2 s).
 	LeaderElectLeaseDuration, LeaderElectRenewDeadline, LeaderElectRetryPeriod time.Duration
+	// Controllers are kube-controller-manager's --controllers: "*" (those
+	// on by default), "name", "-name", by its names or their aliases (nil:
+	// "*"; empty: none). Of its controllers watchcache runs
+	// controller.Implemented; a name it knows that watchcache does not run
+	// is accepted and logged, an unknown name is an error. The cluster IP
+	// repair and the kubernetes Service's reconciler, kube-apiserver's,
+	// always run.
+	Controllers []string
 
 	// AuthorizationModes are the authorizers, asked in order (RBAC,
 	// AlwaysAllow, AlwaysDeny; empty: RBAC).
@@ -296,6 +304,9 @@ func Start(cfg Config) (_ *App, err error) {
 	}
 	if (cfg.TLSCertFile == "") != (cfg.TLSPrivateKeyFile == "") {
 		return nil, errors.New("TLSCertFile and TLSPrivateKeyFile go together")
+	}
+	if _, err := controller.ParseControllers(cfg.Controllers); err != nil {
+		return nil, fmt.Errorf("--controllers: %w", err)
 	}
 	cidrs, err := serviceCIDRs(cfg.ServiceClusterIPRange)
 	if err != nil {
@@ -474,7 +485,14 @@ const controllerManagerLease = "watchcache-controller-manager"
 // role: at once, or, with cfg.LeaderElect, whenever this server holds the
 // Lease. The gauge watchcache_leader says whether they run here.
 func (a *App) startControllerManager(ctx context.Context, cfg Config, registry *resource.Registry, rootCA []byte, prom *prometheus.Registry) error {
-	manager := controller.Manager{Registry: registry, RootCA: rootCA, NodePorts: a.nodePorts, Log: cfg.Log}
+	selection, err := controller.ParseControllers(cfg.Controllers)
+	if err != nil {
+		return fmt.Errorf("--controllers: %w", err)
+	}
+	if left := selection.NotImplemented(); len(left) > 0 {
+		cfg.Log.Info("--controllers: watchcache does not run these kube-controller-manager controllers; run kube-controller-manager for them", "controllers", left)
+	}
+	manager := controller.Manager{Registry: registry, RootCA: rootCA, NodePorts: a.nodePorts, Controllers: selection, Log: cfg.Log}
 	running := func() float64 { return 1 }
 	if cfg.LeaderElect {
 		leases := registry.Lookup("coordination.k8s.io", "v1", "leases")

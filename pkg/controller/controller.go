@@ -42,7 +42,11 @@ type Manager struct {
 	// NodePorts, if not nil, is the node port allocator whose record
 	// is repaired.
 	NodePorts *servicenet.NodePorts
-	Log       *slog.Logger
+	// Controllers selects the controllers that run (--controllers; the
+	// zero Selection: all). The cluster IP and node port repairs run
+	// either way.
+	Controllers Selection
+	Log         *slog.Logger
 }
 
 // Run runs the controllers until ctx ends and returns once their workers
@@ -50,11 +54,17 @@ type Manager struct {
 // regained): each call runs controllers made anew, with no state carried
 // over from the last.
 func (m Manager) Run(ctx context.Context) {
-	namespaces := &Namespaces{Registry: m.Registry, RootCA: m.RootCA, Log: m.Log}
-	gc := &GarbageCollector{Registry: m.Registry, Log: m.Log}
+	on := m.Controllers.Enabled
+	namespaces := &Namespaces{Registry: m.Registry, RootCA: m.RootCA, Log: m.Log,
+		NoDeletion: !on(NamespaceController), NoServiceAccount: !on(ServiceAccountController), NoRootCA: !on(RootCACertificatePublisherController)}
 	var wg sync.WaitGroup
-	wg.Go(func() { namespaces.Run(ctx) })
-	wg.Go(func() { gc.Run(ctx) })
+	if !namespaces.NoDeletion || !namespaces.NoServiceAccount || !namespaces.NoRootCA {
+		wg.Go(func() { namespaces.Run(ctx) })
+	}
+	if on(GarbageCollectorController) {
+		gc := &GarbageCollector{Registry: m.Registry, Log: m.Log}
+		wg.Go(func() { gc.Run(ctx) })
+	}
 	wg.Go(func() { repair(ctx, "cluster IP", (&servicenet.Allocator{Registry: m.Registry}).Repair, m.Log) })
 	if m.NodePorts != nil {
 		r := &servicenet.NodePortRepair{NodePorts: m.NodePorts, Registry: m.Registry, Log: m.Log}

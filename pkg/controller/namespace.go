@@ -64,7 +64,13 @@ type Namespaces struct {
 	Registry *resource.Registry
 	// RootCA is the PEM bundle published as kube-root-ca.crt.
 	RootCA []byte
-	Log    *slog.Logger
+	// NoDeletion, NoServiceAccount and NoRootCA leave out a part of the
+	// work, as kube-controller-manager's --controllers leaves out its
+	// namespace-controller (a terminating namespace is then left as it
+	// is), serviceaccount-controller or
+	// root-ca-certificate-publisher-controller.
+	NoDeletion, NoServiceAccount, NoRootCA bool
+	Log                                    *slog.Logger
 
 	namespaces, serviceAccounts, configMaps *resource.Resource
 
@@ -106,12 +112,18 @@ func (c *Namespaces) Run(ctx context.Context) {
 			q.Add(ev.Object.Name())
 		},
 	}, "namespaces", c.Log)
-	c.watchOwned(ctx, q, c.serviceAccounts, defaultServiceAccount)
-	c.watchOwned(ctx, q, c.configMaps, rootCAConfigMap)
+	if !c.NoServiceAccount {
+		c.watchOwned(ctx, q, c.serviceAccounts, defaultServiceAccount)
+	}
+	if !c.NoRootCA {
+		c.watchOwned(ctx, q, c.configMaps, rootCAConfigMap)
+	}
 	c.terminating = NewQueue[string](ctx, "namespace-deletion")
 	var wg sync.WaitGroup
-	for range deletionWorkers {
-		wg.Go(func() { Work(ctx, c.terminating, c.syncDeletion, c.Log) })
+	if !c.NoDeletion {
+		for range deletionWorkers {
+			wg.Go(func() { Work(ctx, c.terminating, c.syncDeletion, c.Log) })
+		}
 	}
 	Work(ctx, q, c.sync, c.Log)
 	wg.Wait()
@@ -151,11 +163,18 @@ func (c *Namespaces) sync(ctx context.Context, name string) (Result, error) {
 		return Result{}, err
 	}
 	if deletion.BeingDeleted(ns) {
-		c.terminating.Add(name)
+		if !c.NoDeletion {
+			c.terminating.Add(name)
+		}
 		return Result{}, nil
 	}
-	if err := c.ensureServiceAccount(ctx, name); err != nil {
-		return Result{}, err
+	if !c.NoServiceAccount {
+		if err := c.ensureServiceAccount(ctx, name); err != nil {
+			return Result{}, err
+		}
+	}
+	if c.NoRootCA {
+		return Result{}, nil
 	}
 	return Result{}, c.ensureRootCA(ctx, name)
 }
