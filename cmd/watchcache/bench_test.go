@@ -179,6 +179,9 @@ func checkRow(t *testing.T, scenario string, row bench.Row) {
 		if m.FirstOnly || scenario == "curves" {
 			continue // one server's figures: checkNewScenarios checks them
 		}
+		if scenario == "protobuf" && strings.Contains(row.Label, "memory") {
+			continue // heap deltas of 120 pods are noise, negative at times: checkProtobuf checks the row is there
+		}
 		// CPU time is read in 10 ms ticks: at this size it, or a ratio of
 		// it, may be 0.
 		if m.Unit != bench.CPUSeconds && !strings.Contains(m.Name, "CPU") && (m.Cache <= 0 || m.Etcd <= 0) {
