@@ -137,7 +137,7 @@ func familyName(a netip.Addr) string {
 
 func createIfMissing(ctx context.Context, registry *resource.Registry, group, plural, ns string, obj map[string]any) error {
 	res := registry.Lookup(group, "v1", plural)
-	data, err := json.Marshal(obj)
+	data, err := res.Encode(obj)
 	if err != nil {
 		return err
 	}
@@ -248,7 +248,10 @@ func (r *endpointReconciler) set(ctx context.Context, group, plural string, base
 		for k, v := range fields {
 			base[k] = v
 		}
-		data, _ := json.Marshal(base)
+		data, err := res.Encode(base)
+		if err != nil {
+			return err
+		}
 		if _, err := store.Create(ctx, key, data); err != nil && storage.CodeOf(err) != storage.ErrAlreadyExists {
 			return err
 		}
@@ -268,7 +271,7 @@ func (r *endpointReconciler) set(ctx context.Context, group, plural string, base
 		for k, v := range fields {
 			obj[k] = v
 		}
-		return json.Marshal(obj)
+		return res.Encode(obj)
 	}, cur)
 	return err
 }

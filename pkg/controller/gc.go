@@ -437,7 +437,7 @@ func (gc *GarbageCollector) update(ctx context.Context, ref objectRef, uid strin
 			return nil, ErrUnchanged
 		}
 		delete(meta, "resourceVersion")
-		return json.Marshal(obj)
+		return ref.res.Encode(obj)
 	}, nil)
 	switch {
 	case err == ErrUnchanged, storage.CodeOf(err) == storage.ErrNotFound, storage.CodeOf(err) == storage.ErrConflict:

@@ -200,7 +200,7 @@ func (c *Namespaces) ensureServiceAccount(ctx context.Context, ns string) error 
 	if storage.CodeOf(err) != storage.ErrNotFound {
 		return err
 	}
-	return create(ctx, store, key, newObject("ServiceAccount", ns, defaultServiceAccount, nil, nil))
+	return create(ctx, store, key, newObject(c.serviceAccounts, ns, defaultServiceAccount, nil, nil))
 }
 
 // ensureRootCA creates the namespace's kube-root-ca.crt ConfigMap if it is
@@ -210,7 +210,7 @@ func (c *Namespaces) ensureRootCA(ctx context.Context, ns string) error {
 	key := c.configMaps.Key(ns, rootCAConfigMap)
 	cur, err := store.Get(ctx, key, storage.GetOptions{ResourceVersion: "0"})
 	if storage.CodeOf(err) == storage.ErrNotFound {
-		return create(ctx, store, key, newObject("ConfigMap", ns, rootCAConfigMap,
+		return create(ctx, store, key, newObject(c.configMaps, ns, rootCAConfigMap,
 			map[string]any{"kubernetes.io/description": rootCADescription}, map[string]any{"data": map[string]any{rootCAKey: string(c.RootCA)}}))
 	}
 	if err != nil || c.holdsRootCA(cur) {
@@ -223,7 +223,7 @@ func (c *Namespaces) ensureRootCA(ctx context.Context, ns string) error {
 			return nil, err
 		}
 		jsontree.Child(obj, "data")[rootCAKey] = string(c.RootCA)
-		return json.Marshal(obj)
+		return c.configMaps.Encode(obj)
 	}, cur)
 	if storage.CodeOf(err) == storage.ErrNotFound || storage.CodeOf(err) == storage.ErrConflict {
 		return nil // deleted or replaced meanwhile: its event queues the namespace again
@@ -316,7 +316,7 @@ func (c *Namespaces) removeFinalizer(ctx context.Context, ns *object.Object) err
 			return nil, err
 		}
 		RemoveFromList(jsontree.Child(obj, "spec"), "finalizers", func(f any) bool { return f == strategy.FinalizerKubernetes })
-		return json.Marshal(obj)
+		return c.namespaces.Encode(obj)
 	}, ns)
 	if storage.CodeOf(err) == storage.ErrNotFound {
 		return nil
@@ -370,7 +370,7 @@ func (c *Namespaces) setConditions(ctx context.Context, ns *object.Object, left 
 			return nil, ErrUnchanged
 		}
 		status["conditions"] = conditions
-		return json.Marshal(obj)
+		return c.namespaces.Encode(obj)
 	}, ns)
 	if err == ErrUnchanged || storage.CodeOf(err) == storage.ErrNotFound {
 		return nil
@@ -406,15 +406,15 @@ func countList(counts map[string]int, format string) string {
 
 // newObject is a new core/v1 object's JSON, with the metadata a create
 // would give it.
-func newObject(kind, namespace, name string, annotations map[string]any, fields map[string]any) []byte {
+func newObject(res *resource.Resource, namespace, name string, annotations map[string]any, fields map[string]any) []byte {
 	meta := map[string]any{"name": name, "namespace": namespace, "uid": string(uuid.NewUUID()),
 		"creationTimestamp": time.Now().UTC().Format(time.RFC3339)}
 	if annotations != nil {
 		meta["annotations"] = annotations
 	}
-	obj := map[string]any{"apiVersion": "v1", "kind": kind, "metadata": meta}
+	obj := map[string]any{"apiVersion": res.GroupVersion(), "kind": res.Kind, "metadata": meta}
 	maps.Copy(obj, fields)
-	data, _ := json.Marshal(obj)
+	data, _ := res.Encode(obj) // of maps of plain values: it encodes
 	return data
 }
 

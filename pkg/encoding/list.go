@@ -156,7 +156,9 @@ func WriteList(w http.ResponseWriter, f Format, res *resource.Resource, list *st
 
 // writeItemJSON writes an item of a built-in kind's JSON list without its
 // kind and apiVersion: at once when its stored JSON begins with them (as
-// encoding through the kind's Go type writes it), else through a decoding.
+// every writer stores it: resource.Resource.Encode), else, for an object
+// stored otherwise (by an earlier version's controllers), through a
+// decoding.
 func writeItemJSON(res *resource.Resource) func(bw *bufio.Writer, obj *object.Object) {
 	kindJSON, _ := json.Marshal(res.Kind)
 	apiVersionJSON, _ := json.Marshal(res.GroupVersion())

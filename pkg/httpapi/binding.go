@@ -95,7 +95,7 @@ func (s *Server) bind(ctx context.Context, req ActionRequest) (any, error) {
 			jsontree.Child(meta, "annotations")[k] = v
 		}
 		setPodScheduled(jsontree.Child(pod, "status"), now)
-		return encodeObject(pods, pod)
+		return pods.Encode(pod)
 	}, nil)
 	if err != nil {
 		return nil, bindingError(err, b.Name)

@@ -216,7 +216,7 @@ func (p *patchRequest) shown(cur *object.Object, res *resource.Resource) string 
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &doc); err != nil {
 		return ""
 	}
-	encoded, err := encodeObject(res, doc)
+	encoded, err := res.Encode(doc)
 	if err != nil {
 		return ""
 	}

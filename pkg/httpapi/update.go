@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"reflect"
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/defaults"
@@ -116,16 +115,16 @@ func (s *Server) prepareUpdate(ctx context.Context, obj map[string]any, req *req
 		if validated {
 			return encodeValid(req.res, req.name, obj, old)
 		}
-		return encodeObject(req.res, obj)
+		return req.res.Encode(obj)
 	}
 	return admissionRequest(ctx, req, admissionv1.Update, req.name, obj, old), encode, nil
 }
 
-// encodeValid encodes obj (encodeObject) and checks it, as stored, as a
+// encodeValid encodes obj (resource.Resource.Encode) and checks it, as stored, as a
 // new object or, if old is not nil, as an update of old: 422 Invalid if it
 // fails.
 func encodeValid(res *resource.Resource, name string, obj, old map[string]any) ([]byte, error) {
-	data, err := encodeObject(res, obj)
+	data, err := res.Encode(obj)
 	if err != nil || !validation.Has(res.Group, res.Kind) && res.CustomSchema == nil {
 		return data, err
 	}
@@ -146,23 +145,6 @@ func encodeValid(res *resource.Resource, name string, obj, old map[string]any) (
 		return nil, invalidObject(res, name, errs)
 	}
 	return data, nil
-}
-
-// encodeObject is the JSON a built-in kind's object is stored as: through
-// its Go type, as kube-apiserver encodes it, so that unknown fields are
-// dropped and fields without omitempty are written with their zero values
-// (a new Service's "status":{"loadBalancer":{}}). Custom resources are
-// stored as they are.
-func encodeObject(res *resource.Resource, obj map[string]any) ([]byte, error) {
-	data, err := json.Marshal(obj)
-	if err != nil || res.StrategicMergeType == nil {
-		return data, err
-	}
-	typed := reflect.New(reflect.TypeOf(res.StrategicMergeType)).Interface()
-	if err := json.Unmarshal(data, typed); err != nil {
-		return nil, apistatus.BadRequest("the object is not a valid %s: %v", res.Kind, err)
-	}
-	return json.Marshal(typed)
 }
 
 // creationTimestamp reads an object's metadata.creationTimestamp.

@@ -3,7 +3,9 @@
 package resource
 
 import (
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -338,4 +340,23 @@ func (r *Resource) Subject(name string) apistatus.Subject {
 		return apistatus.Subject{Name: name}
 	}
 	return apistatus.Subject{Group: r.Group, Resource: r.Plural, Kind: r.Kind, Name: name}
+}
+
+// Encode is the JSON an object of r is stored as: a built-in kind's
+// through its Go type, as kube-apiserver encodes it, so that unknown
+// fields are dropped, fields without omitempty are written with their zero
+// values (a new Service's "status":{"loadBalancer":{}}) and kind and
+// apiVersion come first (which lists of built-in kinds rely on to serve
+// their items without them); custom resources as they are. Every writer of
+// stored objects (the handlers, the controllers) encodes through it.
+func (r *Resource) Encode(obj map[string]any) ([]byte, error) {
+	data, err := json.Marshal(obj)
+	if err != nil || r.StrategicMergeType == nil {
+		return data, err
+	}
+	typed := reflect.New(reflect.TypeOf(r.StrategicMergeType)).Interface()
+	if err := json.Unmarshal(data, typed); err != nil {
+		return nil, apistatus.BadRequest("the object is not a valid %s: %v", r.Kind, err)
+	}
+	return json.Marshal(typed)
 }

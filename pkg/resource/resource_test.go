@@ -1,6 +1,7 @@
 package resource
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/watchcache/watchcache/pkg/storage"
@@ -103,5 +104,24 @@ func TestVerbs(t *testing.T) {
 	bad := &Resource{Group: "example.com", Version: "v1", Kind: "Widget", Plural: "widgets", Verbs: []string{"connect"}}
 	if err := bad.Complete(); err == nil {
 		t.Error("an unknown verb is accepted")
+	}
+}
+
+// TestEncodeTypeMetaFirst: a built-in kind's object is stored with kind
+// and apiVersion first and its Go type's zero values, whatever order its
+// map had (controllers write maps); a custom resource's as it is.
+func TestEncodeTypeMetaFirst(t *testing.T) {
+	reg, err := NewRegistry(Builtins()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := map[string]any{"metadata": map[string]any{"name": "a"}, "data": map[string]any{"k": "v"}, "apiVersion": "v1", "kind": "ConfigMap"}
+	data, err := reg.Lookup("", "v1", "configmaps").Encode(obj)
+	if err != nil || !strings.HasPrefix(string(data), `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a"}`) {
+		t.Errorf("config map stored as %s (%v)", data, err)
+	}
+	widget := &Resource{Group: "example.com", Version: "v1", Kind: "Widget", Plural: "widgets"}
+	if data, err := widget.Encode(map[string]any{"spec": 1, "apiVersion": "example.com/v1"}); err != nil || string(data) != `{"apiVersion":"example.com/v1","spec":1}` {
+		t.Errorf("custom resource stored as %s (%v)", data, err)
 	}
 }

@@ -243,7 +243,7 @@ func (a *Allocator) Create(ctx context.Context, addr netip.Addr, namespace, name
 		},
 		"spec": map[string]any{"parentRef": map[string]any{"resource": "services", "namespace": namespace, "name": name}},
 	}
-	data, err := json.Marshal(obj)
+	data, err := res.Encode(obj)
 	if err != nil {
 		return err
 	}
