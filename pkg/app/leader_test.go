@@ -44,17 +44,7 @@ func TestLeaderElection(t *testing.T) {
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	// The etcd is the test's own rather than the first server's embedded
 	// one, so that any server, the leader among them, can be closed.
-	files, err := ensurePKI(Config{DataDir: dirs[0]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	serverTLS, clientCert, clientKey := etcdTLS(files)
-	etcd, err := etcdembed.Start(etcdembed.Config{DataDir: t.TempDir(), UnsafeNoFsync: true, ProgressNotifyInterval: time.Minute,
-		ClientTLS: serverTLS, ClientCert: clientCert, ClientKey: clientKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(etcd.Close)
+	etcd := sharedEtcd(t, dirs[0])
 
 	replicas := make([]*replica, len(dirs))
 	start := func(i int) error {
@@ -373,4 +363,24 @@ func hasCondition(conditions []any, kind, value string) bool {
 		}
 	}
 	return false
+}
+
+// sharedEtcd starts an etcd of the test's own for servers that share it:
+// TLS with the certificates of the PKI it makes in dir (the first
+// server's data directory, whose pki/ the others copy), closed with the
+// test.
+func sharedEtcd(t *testing.T, dir string) *etcdembed.Server {
+	t.Helper()
+	files, err := ensurePKI(Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverTLS, clientCert, clientKey := etcdTLS(files)
+	etcd, err := etcdembed.Start(etcdembed.Config{DataDir: t.TempDir(), UnsafeNoFsync: true, ProgressNotifyInterval: time.Minute,
+		ClientTLS: serverTLS, ClientCert: clientCert, ClientKey: clientKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(etcd.Close)
+	return etcd
 }

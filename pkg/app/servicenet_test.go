@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/watchcache/watchcache/pkg/etcdembed"
 	"github.com/watchcache/watchcache/pkg/pki"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,20 +23,10 @@ import (
 // list both advertised addresses, and one that stops drops out.
 func TestServiceIPsTwoReplicas(t *testing.T) {
 	dirs := []string{t.TempDir(), t.TempDir()}
-	files, err := ensurePKI(Config{DataDir: dirs[0]})
-	if err != nil {
-		t.Fatal(err)
-	}
+	etcd := sharedEtcd(t, dirs[0])
 	if err := os.CopyFS(filepath.Join(dirs[1], "pki"), os.DirFS(filepath.Join(dirs[0], "pki"))); err != nil {
 		t.Fatal(err)
 	}
-	serverTLS, clientCert, clientKey := etcdTLS(files)
-	etcd, err := etcdembed.Start(etcdembed.Config{DataDir: t.TempDir(), UnsafeNoFsync: true, ProgressNotifyInterval: time.Minute,
-		ClientTLS: serverTLS, ClientCert: clientCert, ClientKey: clientKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(etcd.Close)
 	var apps []*App
 	var clients []*kubernetes.Clientset
 	for i, dir := range dirs {
