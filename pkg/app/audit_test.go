@@ -17,7 +17,6 @@ import (
 
 	"github.com/watchcache/watchcache/pkg/audit"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 const auditTestPolicy = `apiVersion: audit.k8s.io/v1
@@ -66,10 +65,7 @@ func TestAuditPolicyAndWebhook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", a.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc, _ := adminClient(t, a)
 	client, err := rest.HTTPClientFor(rc)
 	if err != nil {
 		t.Fatal(err)

@@ -10,8 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // TestControllersSelection: with --controllers=*,-namespace-controller a
@@ -37,11 +35,7 @@ func TestControllersSelection(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { a.Close() })
-			rc, err := clientcmd.BuildConfigFromFlags("", a.Kubeconfig)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cs := kubernetes.NewForConfigOrDie(rc)
+			_, cs := adminClient(t, a)
 			ctx := context.Background()
 			eventually := func(what string, ok func() bool) {
 				t.Helper()

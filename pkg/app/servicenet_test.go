@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // TestServiceIPsTwoReplicas: two replicas on one etcd, creating NodePort
@@ -40,10 +39,7 @@ func TestServiceIPsTwoReplicas(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { a.Close() })
-		rc, err := clientcmd.BuildConfigFromFlags("", a.Kubeconfig)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rc, _ := adminClient(t, a)
 		rc.QPS = -1
 		apps, clients = append(apps, a), append(clients, kubernetes.NewForConfigOrDie(rc))
 	}
