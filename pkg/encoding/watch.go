@@ -76,9 +76,9 @@ func (e *EventEncoder) ContentType() string {
 // (encoded once for all, per media type); otherwise one in the scratch
 // buffer, valid until the next call.
 func (e *EventEncoder) Line(ev storage.Event) ([]byte, error) {
-	if ev.Shared != nil && e.format.Table == nil && e.format.Partial == "" && ev.Object != nil {
+	if ev.Shared != nil && e.format.Table == nil && ev.Object != nil {
 		var err error
-		line := ev.Shared.Get(ev.Type, e.format.MediaType, func() []byte {
+		line := ev.Shared.Get(ev.Type, e.sharedKey(), func() []byte {
 			var data []byte
 			data, err = e.appendEvent(nil, ev)
 			return data
@@ -88,6 +88,16 @@ func (e *EventEncoder) Line(ev storage.Event) ([]byte, error) {
 	var err error
 	e.scratch, err = e.appendEvent(e.scratch[:0], ev)
 	return e.scratch, err
+}
+
+// sharedKey names this encoder's encoding of an event among those its
+// watchers share: its media type, and the partial object's version if it
+// sends partial objects (a Table's rows are per watcher: not shared).
+func (e *EventEncoder) sharedKey() string {
+	if e.format.Partial != "" {
+		return e.format.MediaType + ";as=PartialObjectMetadata;v=" + e.format.Partial
+	}
+	return e.format.MediaType
 }
 
 // appendEvent appends one event's encoding to buf. An ERROR event carries

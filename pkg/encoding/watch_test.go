@@ -38,6 +38,11 @@ func TestEventLinesKeepSharedEncodings(t *testing.T) {
 	if got := line(t, NewEventEncoder(pods, protobufFormat), event); &got[0] != &frame[0] || bytes.Equal(frame, sharedLine) {
 		t.Fatal("protobuf watchers do not share their own encoding of the event")
 	}
+	// Watchers of partial objects share theirs, apart from the objects'.
+	partial := Format{MediaType: ProtobufType, Partial: "v1"}
+	if got, again := line(t, NewEventEncoder(pods, partial), event), line(t, NewEventEncoder(pods, partial), event); &got[0] != &again[0] || bytes.Equal(got, frame) {
+		t.Fatal("watchers of partial objects do not share their own encoding of the event")
+	}
 	for _, enc := range []*EventEncoder{first, second} {
 		bookmark := line(t, enc, storage.Event{Type: storage.EventBookmark, ResourceVersion: 9})
 		var decoded struct {

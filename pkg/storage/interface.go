@@ -181,7 +181,8 @@ type Event struct {
 
 // SharedEncoding holds the encodings of one event, one per event type (a
 // watcher may see an update as ADDED, MODIFIED or DELETED, depending on its
-// selectors) and media type (JSON, protobuf).
+// selectors) and representation (a media type: JSON, protobuf; with its
+// parameters for partial objects).
 type SharedEncoding struct {
 	mu      sync.Mutex
 	encoded map[sharedKey][]byte
@@ -193,8 +194,8 @@ type sharedKey struct {
 	mediaType string
 }
 
-// Get returns the encoding of the event as type t in mediaType, calling
-// encode the first time. The result is shared: do not modify it.
+// Get returns the encoding of the event as type t in representation
+// mediaType, calling encode the first time. The result is shared: do not modify it.
 func (s *SharedEncoding) Get(t EventType, mediaType string, encode func() []byte) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
