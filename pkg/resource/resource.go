@@ -205,17 +205,6 @@ func (r *Resource) ListKind() string { return r.Kind + "List" }
 // Schema is the object schema (selectable fields) of the resource.
 func (r *Resource) Schema() *object.Schema { return r.schema }
 
-// EtcdPrefix is where the resource's objects live in etcd under root:
-// root/<group>/<plural>, the core group spelled "core" (no built-in group
-// is named core, and custom groups contain a dot).
-func (r *Resource) EtcdPrefix(root string) string {
-	group := r.Group
-	if group == "" {
-		group = "core"
-	}
-	return root + "/" + group + "/" + r.Plural
-}
-
 // Key is the storage key of an object of this resource.
 func (r *Resource) Key(namespace, name string) string {
 	if r.Namespaced {

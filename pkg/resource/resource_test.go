@@ -16,7 +16,7 @@ func TestBuiltins(t *testing.T) {
 	if pods == nil || !pods.Namespaced || !pods.Schema().Selectable("spec.nodeName") || !pods.Schema().Selectable("metadata.namespace") || pods.Schema().ClusterScoped() {
 		t.Fatalf("pods = %+v", pods)
 	}
-	if got := pods.EtcdPrefix("/registry"); got != "/registry/core/pods" {
+	if got := pods.EtcdPrefix("/registry"); got != "/registry/pods" {
 		t.Errorf("EtcdPrefix = %q", got)
 	}
 	if ns := reg.Lookup("", "v1", "namespaces"); ns == nil || ns.Namespaced || ns.Key("", "a") != "a" || !ns.Schema().ClusterScoped() {

@@ -1,0 +1,158 @@
+// The stored encoding of values: protobuf in kube-apiserver's envelope for
+// built-in kinds, JSON for custom resources and the few built-in kinds
+// kube-apiserver stores so.
+
+package resource
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kjson "sigs.k8s.io/json"
+)
+
+// protobufMagic opens every protobuf value kube-apiserver stores; a
+// runtime.Unknown follows, whose TypeMeta names the stored version and
+// kind and whose Raw is the object's message (generated from its k8s.io/api
+// Go type, without TypeMeta and with metadata.resourceVersion empty).
+var protobufMagic = []byte("k8s\x00")
+
+// StorageCodec turns a record's stored JSON (what object.Decode reads:
+// the object without metadata.resourceVersion) into the value etcd keeps,
+// before any encryption, and back. It reads both encodings whatever it
+// writes: kube-apiserver's (protobuf in its storage version, or JSON with
+// a trailing newline) and watchcache's before issue 29 (JSON).
+type StorageCodec struct {
+	// apiVersion and kind are the served version's: what Decode returns.
+	apiVersion, kind string
+	// typ is the served version's Go type; nil for custom resources.
+	typ reflect.Type
+	// json says values are JSON, not protobuf.
+	json bool
+	// storage is the storage version, if not the served one.
+	storage *storageVersion
+}
+
+func newCodec(apiVersion, kind string, typ any, asJSON bool, storage *storageVersion) *StorageCodec {
+	return &StorageCodec{apiVersion: apiVersion, kind: kind, typ: reflect.TypeOf(typ), json: asJSON, storage: storage}
+}
+
+// RangeAllocationCodec stores core/v1 RangeAllocations (the node port
+// bitmap at <root>/ranges/servicenodeports) as kube-apiserver does.
+var RangeAllocationCodec = newCodec("v1", "RangeAllocation", corev1.RangeAllocation{}, false, nil)
+
+// protobufMessage is what k8s.io/api's generated types implement.
+type protobufMessage interface {
+	runtime.Object
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
+	Unmarshal([]byte) error
+}
+
+// Encode is the value stored for a record's JSON.
+func (c *StorageCodec) Encode(stored []byte) ([]byte, error) {
+	if c.typ == nil {
+		return append(stored[:len(stored):len(stored)], '\n'), nil
+	}
+	obj := reflect.New(c.typ).Interface().(runtime.Object)
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(stored, obj); err != nil {
+		return nil, fmt.Errorf("encoding a %s for storage: %w", c.kind, err)
+	}
+	apiVersion := c.apiVersion
+	if c.storage != nil {
+		out := reflect.New(reflect.TypeOf(c.storage.typ)).Interface().(runtime.Object)
+		if err := c.storage.convert(c.storage.toStorage, obj, out); err != nil {
+			return nil, fmt.Errorf("converting a %s to %s for storage: %w", c.kind, c.storage.apiVersion, err)
+		}
+		obj, apiVersion = out, c.storage.apiVersion
+	}
+	if c.json {
+		obj.GetObjectKind().SetGroupVersionKind(schema.FromAPIVersionAndKind(apiVersion, c.kind))
+		data, err := json.Marshal(obj)
+		return append(data, '\n'), err
+	}
+	msg := obj.(protobufMessage)
+	u := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: apiVersion, Kind: c.kind}, Raw: make([]byte, msg.Size())}
+	if _, err := msg.MarshalToSizedBuffer(u.Raw); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, len(protobufMagic)+u.Size())
+	copy(buf, protobufMagic)
+	if _, err := u.MarshalToSizedBuffer(buf[len(protobufMagic):]); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// Decode is the record's JSON of a stored value: the object in the served
+// version, kind and apiVersion first for built-in kinds.
+func (c *StorageCodec) Decode(value []byte) ([]byte, error) {
+	if !bytes.HasPrefix(value, protobufMagic) {
+		value = bytes.TrimRight(value, " \t\r\n")
+		if c.storage == nil || storedJSONVersion(value) != c.storage.apiVersion {
+			return value, nil
+		}
+		in := reflect.New(reflect.TypeOf(c.storage.typ)).Interface().(runtime.Object)
+		if err := json.Unmarshal(value, in); err != nil {
+			return nil, err
+		}
+		return c.served(in, c.storage.fromStorage)
+	}
+	if c.typ == nil {
+		return nil, fmt.Errorf("a %s stored in protobuf, which custom resources are not", c.kind)
+	}
+	var u runtime.Unknown
+	if err := u.Unmarshal(value[len(protobufMagic):]); err != nil {
+		return nil, fmt.Errorf("the stored protobuf envelope: %w", err)
+	}
+	var typ reflect.Type
+	switch {
+	case u.Kind != c.kind:
+		return nil, fmt.Errorf("a %s is stored where a %s belongs", u.Kind, c.kind)
+	case u.APIVersion == c.apiVersion:
+		typ = c.typ
+	case c.storage != nil && u.APIVersion == c.storage.apiVersion:
+		typ = reflect.TypeOf(c.storage.typ)
+	default:
+		// Deliberately unlike kube-apiserver, which converts from every
+		// version it knows: watchcache reads the served and the storage
+		// version only (a value left in an older version by an older
+		// kube-apiserver needs a storage migration first).
+		return nil, fmt.Errorf("a %s stored as %s, which is neither served nor kube-apiserver 1.37's storage version", c.kind, u.APIVersion)
+	}
+	obj := reflect.New(typ).Interface().(protobufMessage)
+	if err := obj.Unmarshal(u.Raw); err != nil {
+		return nil, fmt.Errorf("the stored %s %s: %w", u.APIVersion, c.kind, err)
+	}
+	if typ == c.typ {
+		return c.served(obj, nil)
+	}
+	return c.served(obj, c.storage.fromStorage)
+}
+
+// served is the JSON of obj, converted by convert from the storage
+// version if it is not nil or obj is not of the served type.
+func (c *StorageCodec) served(obj runtime.Object, convert func(in, out runtime.Object) error) ([]byte, error) {
+	if reflect.TypeOf(obj).Elem() != c.typ {
+		out := reflect.New(c.typ).Interface().(runtime.Object)
+		if err := c.storage.convert(convert, obj, out); err != nil {
+			return nil, fmt.Errorf("converting a stored %s from %s: %w", c.kind, c.storage.apiVersion, err)
+		}
+		obj = out
+	}
+	obj.GetObjectKind().SetGroupVersionKind(schema.FromAPIVersionAndKind(c.apiVersion, c.kind))
+	return json.Marshal(obj)
+}
+
+// convert converts in to out with fn, through JSON if fn is nil.
+func (v *storageVersion) convert(fn func(in, out runtime.Object) error, in, out runtime.Object) error {
+	if fn == nil {
+		fn = convertByJSON
+	}
+	return fn(in, out)
+}
