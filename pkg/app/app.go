@@ -370,6 +370,9 @@ func Start(cfg Config) (_ *App, err error) {
 			return nil, fmt.Errorf("--encryption-provider-config: %w", err)
 		}
 	}
+	if err := a.migrateLayout(ctx, cfg, registry, enc); err != nil {
+		return nil, err
+	}
 	for _, res := range registry.All() {
 		if res.OwnStorage() {
 			registry.SetStore(res, a.newStore(cfg, res, storageMetrics, enc))
@@ -597,15 +600,21 @@ func (a *App) cachesInitialized(timeout time.Duration) func(context.Context) err
 	}
 }
 
-// newStore builds a resource's store: etcd3 (encrypting values as enc
-// says), behind a watch cache unless the cache is off for it.
-func (a *App) newStore(cfg Config, res *resource.Resource, m *storagemetrics.Storage, enc *encryption.Config) storage.Interface {
+// etcdConfig is the configuration of res's etcd3 store: kube-apiserver's
+// key and value layout, values encrypted as enc says.
+func (a *App) etcdConfig(cfg Config, res *resource.Resource, m *storagemetrics.Storage, enc *encryption.Config) etcd3.Config {
 	etcdConfig := etcd3.Config{Client: a.etcdClient(res), Prefix: res.EtcdPrefix(cfg.EtcdPrefix), Schema: res.Schema(),
-		Resource: res.String(), Metrics: m, DisableShardedListAndWatch: cfg.DisableShardedListAndWatch}
+		Codec: res.StorageCodec(), Resource: res.String(), Metrics: m, DisableShardedListAndWatch: cfg.DisableShardedListAndWatch}
 	if t := enc.For(res.Group, res.Plural); t != nil {
 		etcdConfig.Transformer = t
 	}
-	etcdStore := etcd3.New(etcdConfig)
+	return etcdConfig
+}
+
+// newStore builds a resource's store: etcd3 (encrypting values as enc
+// says), behind a watch cache unless the cache is off for it.
+func (a *App) newStore(cfg Config, res *resource.Resource, m *storagemetrics.Storage, enc *encryption.Config) storage.Interface {
+	etcdStore := etcd3.New(a.etcdConfig(cfg, res, m, enc))
 	var store storage.Interface = etcdStore
 	if cfg.WrapStore != nil {
 		store = cfg.WrapStore(res.String(), store)

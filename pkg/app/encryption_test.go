@@ -51,7 +51,7 @@ func TestEncryptionAtRest(t *testing.T) {
 	}
 	ctx := context.Background()
 	raw := func(a *App, name string) []byte {
-		resp, err := a.client.Get(ctx, "/registry/core/secrets/default/"+name)
+		resp, err := a.client.Get(ctx, "/registry/secrets/default/"+name)
 		if err != nil || len(resp.Kvs) != 1 {
 			t.Fatalf("raw read of %s: %v", name, err)
 		}
@@ -80,8 +80,8 @@ func TestEncryptionAtRest(t *testing.T) {
 	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if resp, _ := a.client.Get(ctx, "/registry/core/configmaps/default/plain"); len(resp.Kvs) != 1 || !bytes.HasPrefix(resp.Kvs[0].Value, []byte("{")) {
-		t.Errorf("a config map, not listed in the configuration, is not stored as JSON: %v", resp)
+	if resp, _ := a.client.Get(ctx, "/registry/configmaps/default/plain"); len(resp.Kvs) != 1 || !bytes.HasPrefix(resp.Kvs[0].Value, []byte("k8s\x00")) {
+		t.Errorf("a config map, not listed in the configuration, is not stored in plain protobuf: %v", resp)
 	}
 	a.Close()
 

@@ -296,10 +296,11 @@ func same(cur *object.Object, fields map[string]any, want []byte) bool {
 }
 
 // nodePortAllocator allocates Service node ports of r in the record
-// <prefix>/ranges/servicenodeports (kube-apiserver's key).
+// <prefix>/ranges/servicenodeports (kube-apiserver's key and encoding: a
+// core/v1 RangeAllocation in protobuf).
 func nodePortAllocator(client *clientv3.Client, prefix string, r servicenet.PortRange) *servicenet.NodePorts {
 	schema, _ := object.NewSchema()
 	store := etcd3.New(etcd3.Config{Client: client, Prefix: strings.TrimSuffix(prefix, "/") + "/ranges",
-		Schema: schema.WithClusterScope(), Resource: "rangeallocations"})
+		Schema: schema.WithClusterScope(), Codec: resource.RangeAllocationCodec, Resource: "rangeallocations"})
 	return &servicenet.NodePorts{Store: store, Range: r}
 }

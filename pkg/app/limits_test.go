@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/watchcache/watchcache/pkg/encoding"
 	"github.com/watchcache/watchcache/pkg/etcdembed"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
@@ -118,7 +119,7 @@ func TestRequestTimeoutEtcdDown(t *testing.T) {
 		default:
 			got, rv = cm.Data, cm.ResourceVersion
 		}
-		stored, err := a.client.Get(ctx, "/registry/core/configmaps/default/"+name)
+		stored, err := a.client.Get(ctx, "/registry/configmaps/default/"+name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +127,7 @@ func TestRequestTimeoutEtcdDown(t *testing.T) {
 		etcdRV := ""
 		if len(stored.Kvs) == 1 {
 			var cm corev1.ConfigMap
-			if err := json.Unmarshal(stored.Kvs[0].Value, &cm); err != nil {
+			if _, _, err := encoding.ProtobufDecoder.Decode(stored.Kvs[0].Value, nil, &cm); err != nil {
 				t.Fatalf("%s in etcd: %v", name, err)
 			}
 			inEtcd, etcdRV = cm.Data, strconv.FormatInt(stored.Kvs[0].ModRevision, 10)

@@ -69,15 +69,15 @@ func TestEtcdServersOverrides(t *testing.T) {
 		return n
 	}
 	inOther := count("config map in the other etcd", func() (int64, error) {
-		r, err := otherClient.Get(ctx, "/registry/core/configmaps/default/elsewhere", clientv3.WithCountOnly())
+		r, err := otherClient.Get(ctx, "/registry/configmaps/default/elsewhere", clientv3.WithCountOnly())
 		return r.Count, err
 	})
 	inMain := count("config map in the main etcd", func() (int64, error) {
-		r, err := a.client.Get(ctx, "/registry/core/configmaps/default/elsewhere", clientv3.WithCountOnly())
+		r, err := a.client.Get(ctx, "/registry/configmaps/default/elsewhere", clientv3.WithCountOnly())
 		return r.Count, err
 	})
 	secretInMain := count("secret in the main etcd", func() (int64, error) {
-		r, err := a.client.Get(ctx, "/registry/core/secrets/default/here", clientv3.WithCountOnly())
+		r, err := a.client.Get(ctx, "/registry/secrets/default/here", clientv3.WithCountOnly())
 		return r.Count, err
 	})
 	if inOther != 1 || inMain != 0 || secretInMain != 1 {

@@ -51,10 +51,10 @@ type storageVersion struct {
 // crd chooses it). core/v1 RangeAllocation, which is no resource, is in
 // RangeAllocationCodec.
 var layouts = map[GroupResource]layout{
-	{Plural: "nodes"}:                  {path: "minions"},
-	{Plural: "services"}:               {path: "services/specs"},
-	{Plural: "endpoints"}:              {path: "services/endpoints"},
-	{Plural: "replicationcontrollers"}: {path: "controllers"},
+	{Plural: "nodes"}:                                 {path: "minions"},
+	{Plural: "services"}:                              {path: "services/specs"},
+	{Plural: "endpoints"}:                             {path: "services/endpoints"},
+	{Plural: "replicationcontrollers"}:                {path: "controllers"},
 	{Group: "networking.k8s.io", Plural: "ingresses"}: {path: "ingress"},
 	{Group: "apiextensions.k8s.io", Plural: "customresourcedefinitions"}: {path: "apiextensions.k8s.io/customresourcedefinitions", json: true,
 		storage: &storageVersion{apiVersion: "apiextensions.k8s.io/v1beta1", typ: apiextensionsv1beta1.CustomResourceDefinition{},

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"strings"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/storage"
@@ -37,6 +38,10 @@ type Config struct {
 	// decrypts them on their way back (encryption at rest); everything
 	// above this store sees plaintext.
 	Transformer Transformer
+	// Codec, if not nil, turns a record's JSON into the value etcd keeps
+	// (before the transformer) and back: protobuf as kube-apiserver stores
+	// built-in kinds. Nil: values are the records' JSON.
+	Codec Codec
 	// ListChunkKeys, if not zero, is the limit of the first read of a list
 	// without a limit and of the ranged Gets that read its rest where
 	// RangeStream is not used (tests: many small chunks); zero: 100 keys
@@ -60,6 +65,12 @@ type Transformer interface {
 	FromStorage(stored []byte, etcdKey string) (plain []byte, stale bool, err error)
 }
 
+// Codec turns a record's stored JSON into the value etcd keeps, and back.
+type Codec interface {
+	Encode(stored []byte) ([]byte, error)
+	Decode(value []byte) ([]byte, error)
+}
+
 // Store is one resource's storage in etcd.
 type Store struct {
 	client *clientv3.Client
@@ -69,6 +80,7 @@ type Store struct {
 	resource    string
 	metrics     *storagemetrics.Storage
 	transformer Transformer
+	codec       Codec
 	// listChunkKeys and noRangeStream are Config's.
 	listChunkKeys int64
 	noRangeStream bool
@@ -84,7 +96,7 @@ var _ storage.Interface = (*Store)(nil)
 // New returns a Store for the resource under cfg.Prefix.
 func New(cfg Config) *Store {
 	return &Store{client: cfg.Client, prefix: strings.TrimSuffix(cfg.Prefix, "/") + "/", schema: cfg.Schema,
-		resource: cfg.Resource, metrics: cfg.Metrics, transformer: cfg.Transformer,
+		resource: cfg.Resource, metrics: cfg.Metrics, transformer: cfg.Transformer, codec: cfg.Codec,
 		listChunkKeys: cfg.ListChunkKeys, noRangeStream: cfg.NoRangeStream, noSharding: cfg.DisableShardedListAndWatch}
 }
 
@@ -304,28 +316,44 @@ func (s *Store) writeIfUnchanged(ctx context.Context, key string, cur *object.Ob
 }
 
 // storedValue is what etcd stores for obj at fullKey: its stored JSON,
-// encrypted by the transformer if there is one.
+// encoded by the codec and encrypted by the transformer if there are.
 func (s *Store) storedValue(fullKey string, obj *object.Object) (string, error) {
-	if s.transformer == nil {
-		return string(obj.Stored()), nil
+	value := obj.Stored()
+	if s.codec != nil {
+		var err error
+		if value, err = s.codec.Encode(value); err != nil {
+			return "", &storage.Error{Code: storage.ErrInternal, Key: strings.TrimPrefix(fullKey, s.prefix), Message: "encoding the object", Err: err}
+		}
 	}
-	value, err := s.transformer.ToStorage(obj.Stored(), fullKey)
-	if err != nil {
-		return "", &storage.Error{Code: storage.ErrInternal, Key: strings.TrimPrefix(fullKey, s.prefix), Message: "encrypting the object", Err: err}
+	if s.transformer != nil {
+		var err error
+		if value, err = s.transformer.ToStorage(value, fullKey); err != nil {
+			return "", &storage.Error{Code: storage.ErrInternal, Key: strings.TrimPrefix(fullKey, s.prefix), Message: "encrypting the object", Err: err}
+		}
 	}
-	return string(value), nil
+	return unsafe.String(unsafe.SliceData(value), len(value)), nil
 }
 
-// decodeKV builds the record of a key-value read from etcd, decrypting it
-// first if the store has a transformer.
+// decodeKV builds the record of a key-value read from etcd, decrypting
+// and decoding it first if the store has a transformer and a codec.
 func (s *Store) decodeKV(fullKey, value []byte, rev int64) (*object.Object, error) {
-	key := strings.TrimPrefix(string(fullKey), s.prefix)
+	return s.decodeValue(strings.TrimPrefix(string(fullKey), s.prefix), string(fullKey), value, rev)
+}
+
+// decodeValue is decodeKV of the object key read at fullKey.
+func (s *Store) decodeValue(key, fullKey string, value []byte, rev int64) (*object.Object, error) {
 	if s.transformer != nil {
-		plain, _, err := s.transformer.FromStorage(value, string(fullKey))
+		plain, _, err := s.transformer.FromStorage(value, fullKey)
 		if err != nil {
 			return nil, &storage.Error{Code: storage.ErrInternal, Key: key, Message: "stored object cannot be decrypted", Err: err}
 		}
 		value = plain
+	}
+	if s.codec != nil {
+		var err error
+		if value, err = s.codec.Decode(value); err != nil {
+			return nil, &storage.Error{Code: storage.ErrInternal, Key: key, Message: "stored object cannot be decoded", Err: err}
+		}
 	}
 	obj, _, err := object.Decode(s.schema, key, value, uint64(rev))
 	if err != nil {
