@@ -1,7 +1,9 @@
 // Package object holds the immutable record of a stored Kubernetes-style
 // object: its identity, resourceVersion, labels and selectable fields, and
-// its JSON as stored in etcd, from which the served form (with
-// metadata.resourceVersion) is written without decoding or re-encoding.
+// its stored JSON (without metadata.resourceVersion; etcd keeps it as is,
+// or for built-in kinds its protobuf: see etcd3.Codec), from which the
+// served form (with metadata.resourceVersion) is written without decoding
+// or re-encoding.
 //
 // A record is built from JSON in one pass (Decode) and never changes, so it
 // can be shared by the cache, every list and every watcher without copying.

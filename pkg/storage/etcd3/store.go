@@ -1,7 +1,9 @@
 // Package etcd3 implements storage.Interface with every call served by
 // etcd.
 //
-// Layout: an object under key K lives at etcd key Prefix + "/" + K. Its
+// Layout: an object under key K lives at etcd key Prefix + "/" + K, its
+// value the record's JSON through the Codec (kube-apiserver's protobuf for
+// built-in kinds) and the Transformer (encryption at rest). Its
 // resourceVersion is the key's mod_revision; a list's resourceVersion is the
 // revision of the read. Stored values never contain
 // metadata.resourceVersion; it is spliced in when the record is built.
