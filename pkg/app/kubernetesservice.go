@@ -190,8 +190,13 @@ func (r *endpointReconciler) renew(ctx context.Context) error {
 		return err
 	}
 	ip := r.ip.String()
-	value, _ := json.Marshal(map[string]any{"kind": "Endpoints", "apiVersion": "v1", "metadata": map[string]any{"name": ip},
+	// kube-apiserver's lease: an Endpoints without metadata, its one
+	// address the IP, stored as endpoints are (protobuf).
+	value, _ := json.Marshal(map[string]any{"kind": "Endpoints", "apiVersion": "v1", "metadata": map[string]any{},
 		"subsets": []any{map[string]any{"addresses": []any{map[string]any{"ip": ip}}}}})
+	if value, err = r.registry.Lookup("", "v1", "endpoints").StorageCodec().Encode(value); err != nil {
+		return err
+	}
 	if _, err := r.client.Put(ctx, r.key(ip), string(value), clientv3.WithLease(lease.ID)); err != nil {
 		return err
 	}

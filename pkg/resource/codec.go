@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	kjson "sigs.k8s.io/json"
 )
 
 // protobufMagic opens every protobuf value kube-apiserver stores; a
@@ -60,7 +59,7 @@ func (c *StorageCodec) Encode(stored []byte) ([]byte, error) {
 		return append(stored[:len(stored):len(stored)], '\n'), nil
 	}
 	obj := reflect.New(c.typ).Interface().(runtime.Object)
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(stored, obj); err != nil {
+	if err := json.Unmarshal(stored, obj); err != nil {
 		return nil, fmt.Errorf("encoding a %s for storage: %w", c.kind, err)
 	}
 	apiVersion := c.apiVersion
