@@ -47,7 +47,7 @@ func loadGroup(i int) string     { return fmt.Sprintf("g-%d", i%loadGroups) }
 // namespace j%loadNamespaces, group (j/loadNamespaces)%loadGroups.
 func loadObject(j int) (key, value string) {
 	ns, name := loadNamespace(j), fmt.Sprintf("cm-%06d", j)
-	return "/registry/core/configmaps/" + ns + "/" + name, fmt.Sprintf(
+	return "/registry/configmaps/" + ns + "/" + name, fmt.Sprintf(
 		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":%q,"labels":{"group":%q}},"data":{"i":"%d"}}`,
 		name, ns, loadGroup(j/loadNamespaces), j)
 }
@@ -64,7 +64,7 @@ func loadEtcd(t *testing.T, client *clientv3.Client, n int) {
 	var ops []clientv3.Op
 	for i := range loadNamespaces {
 		ns := loadNamespace(i)
-		ops = append(ops, clientv3.OpPut("/registry/core/namespaces/"+ns,
+		ops = append(ops, clientv3.OpPut("/registry/namespaces/"+ns,
 			fmt.Sprintf(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":%q},"spec":{"finalizers":["kubernetes"]},"status":{"phase":"Active"}}`, ns)))
 	}
 	for j := range n {

@@ -178,7 +178,7 @@ func TestEtcdTLSCluster(t *testing.T) {
 	if got, err := kube.CoreV1().ConfigMaps("default").Get(ctx, "tls", metav1.GetOptions{}); err != nil || got.Data["k"] != "v" {
 		t.Fatalf("get: %v, %v", got, err)
 	}
-	if got, err := m3.Get(ctx, "/registry/core/configmaps/default/tls"); err != nil || len(got.Kvs) != 1 {
+	if got, err := m3.Get(ctx, "/registry/configmaps/default/tls"); err != nil || len(got.Kvs) != 1 {
 		t.Fatalf("the config map in etcd: %v, %v", got, err)
 	}
 }

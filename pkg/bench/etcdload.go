@@ -55,8 +55,8 @@ func podIdentity(pod []byte) (namespace, name string) {
 	return field("namespace"), field("name")
 }
 
-// storedPod returns the etcd key and value of benchdata's pod i as the
-// server would store it once created and its status written by its kubelet:
+// storedPod returns the etcd key and the JSON of benchdata's pod i as the
+// server would store it (putPods encodes it) once created and its status written by its kubelet:
 // with the server's defaults, but without the managedFields the server
 // would add for each writer (about 2.7 KB more), and without owners (see
 // withoutOwners).
@@ -86,9 +86,14 @@ func (d directLoad) describe() string {
 		d.took.Round(10*time.Millisecond), FormatValue(PerSecond, d.rate()))
 }
 
+// podCodec encodes the pods written straight into etcd as the server
+// stores them (protobuf).
+var podCodec = podsResource.StorageCodec()
+
 // putPods writes benchdata's pods from to to-1 straight into b.etcd, as
-// the server stores them (see storedPod), etcdBatch per transaction,
-// loadWorkers transactions at a time.
+// the server stores them (see storedPod; in protobuf), etcdBatch per
+// transaction, loadWorkers transactions at a time. The size it reports is
+// of their JSON.
 func (b *bench) putPods(ctx context.Context, from, to, namespaces, nodes int) (directLoad, error) {
 	client, err := clientv3.New(clientv3.Config{Endpoints: []string{b.etcd.url}, DialTimeout: 10 * time.Second, Context: ctx})
 	if err != nil {
@@ -103,7 +108,11 @@ func (b *bench) putPods(ctx context.Context, from, to, namespaces, nodes int) (d
 		var size int64
 		for i := from + batch*etcdBatch; i < min(to, from+(batch+1)*etcdBatch); i++ {
 			key, value := storedPod(i, namespaces, nodes)
-			ops = append(ops, clientv3.OpPut(key, string(value)))
+			stored, err := podCodec.Encode(value)
+			if err != nil {
+				return 0, err
+			}
+			ops = append(ops, clientv3.OpPut(key, string(stored)))
 			size += int64(len(value))
 		}
 		_, err := client.Txn(ctx).Then(ops...).Commit()

@@ -12,7 +12,7 @@ import (
 
 func TestStoredPod(t *testing.T) {
 	key, value := storedPod(1234, 100, 50)
-	if want := "/registry/core/pods/ns-034/pod-001234"; key != want {
+	if want := "/registry/pods/ns-034/pod-001234"; key != want {
 		t.Errorf("key %q, want %q", key, want)
 	}
 	var pod map[string]any
