@@ -22,7 +22,7 @@ var layers = []struct {
 	{"storage", []string{"pkg/storage", "pkg/storage/etcd3", "pkg/storage/cacher", "pkg/storage/storagetest", "pkg/conversion"}},
 	{"the Status writer", []string{"pkg/apistatus"}},
 	{"registry", []string{"pkg/crd/crdschema", "pkg/resource", "pkg/defaults", "pkg/validation", "pkg/strategy", "pkg/apply",
-		"pkg/deletion", "pkg/crd", "pkg/informer", "pkg/leaderelect"}},
+		"pkg/deletion", "pkg/crd", "pkg/informer", "pkg/leaderelect", "pkg/quota"}},
 	{"pipeline", []string{"pkg/pipeline", "pkg/admission", "pkg/servicenet"}},
 	{"handlers", []string{"pkg/encoding", "pkg/discovery", "pkg/openapi", "pkg/openapi/internal/recordopenapi", "pkg/health", "pkg/httpapi"}},
 	{"filters", []string{"pkg/auth/authorizer", "pkg/auth/authn", "pkg/auth/filters", "pkg/auth/rbac", "pkg/auth/rbac/bootstrap",
