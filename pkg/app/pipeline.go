@@ -1,6 +1,7 @@
 // The write pipeline: the stages a create, update or delete passes, in
 // kube-apiserver's order (built-in plugins, create defaults, admission
-// policies and webhooks, validation, RBAC escalation, storage, RBAC catch-up).
+// policies and webhooks, validation, RBAC escalation, quota, storage, RBAC
+// catch-up).
 
 package app
 
@@ -20,7 +21,10 @@ import (
 // the validating webhooks, then storage. A Service's cluster IPs are
 // allocated where kube-apiserver's Service REST does (after mutating
 // admission, before validation) and released once it is deleted; so are
-// its node ports. Deletes pass the validating stages only.
+// its node ports. ResourceQuota comes last, as in kube-apiserver (whose
+// RBAC escalation check is made before admission), so that a write refused
+// by another stage reserves nothing. Deletes pass the validating stages
+// only.
 func writePipeline(registry *resource.Registry, authz *authorization, nodePorts *servicenet.NodePorts) *pipeline.Pipeline {
 	plugins := &admission.Builtin{Registry: registry}
 	webhooks := &admission.Webhooks{Registry: registry}
@@ -37,6 +41,7 @@ func writePipeline(registry *resource.Registry, authz *authorization, nodePorts 
 		pipeline.Stage{Name: "ValidatingAdmissionPolicy", Step: admission.ValidatingPolicies{Webhooks: webhooks}},
 		pipeline.Stage{Name: "ValidatingAdmissionWebhook", Step: admission.ValidatingWebhooks{Webhooks: webhooks}},
 		pipeline.Stage{Name: "RBAC escalation check", Step: rbacEscalation{authz}},
+		pipeline.Stage{Name: "ResourceQuota", Step: &admission.Quota{Registry: registry}},
 		pipeline.Stage{Name: "storage", Step: pipeline.Storage},
 		pipeline.Stage{Name: "RBAC authorizer catches up", Step: rbacCatchUp{authz}},
 		pipeline.Stage{Name: "Service cluster IPs (release)", Step: servicenet.Release{Allocator: alloc}},
