@@ -61,6 +61,7 @@ func parseFlags(args []string) (app.Config, error) {
 		c.Controllers = append(c.Controllers, csvItems(v)...)
 		return nil
 	})
+	fs.DurationVar(&c.ResourceQuotaSyncPeriod, "resource-quota-sync-period", 5*time.Minute, "how often the quota controller recomputes every ResourceQuota's usage")
 	fs.StringVar(&c.ResourcesFile, "resources", "", "YAML file of custom resources to serve")
 	fs.BoolVar(&c.WatchCache, "watch-cache", true, "serve reads from a watch cache in front of etcd")
 	fs.DurationVar(&c.WatchCacheHistoryWindow, "watch-cache-history-window", 75*time.Second, "how far back the watch cache keeps events and snapshots for watches and exact-revision lists")

@@ -183,6 +183,10 @@ type Config struct {
 	// repair and the kubernetes Service's reconciler, kube-apiserver's,
 	// always run.
 	Controllers []string
+	// ResourceQuotaSyncPeriod is how often the quota controller recomputes
+	// every quota (--resource-quota-sync-period; 0: kube-controller-manager's
+	// 5 min).
+	ResourceQuotaSyncPeriod time.Duration
 
 	// AuthorizationModes are the authorizers, asked in order (RBAC,
 	// AlwaysAllow, AlwaysDeny; empty: RBAC).
@@ -495,7 +499,8 @@ func (a *App) startControllerManager(ctx context.Context, cfg Config, registry *
 	if left := selection.NotImplemented(); len(left) > 0 {
 		cfg.Log.Info("--controllers: watchcache does not run these kube-controller-manager controllers; run kube-controller-manager for them", "controllers", left)
 	}
-	manager := controller.Manager{Registry: registry, RootCA: rootCA, NodePorts: a.nodePorts, Controllers: selection, Log: cfg.Log}
+	manager := controller.Manager{Registry: registry, RootCA: rootCA, NodePorts: a.nodePorts, Controllers: selection,
+		QuotaResync: cfg.ResourceQuotaSyncPeriod, Log: cfg.Log}
 	running := func() float64 { return 1 }
 	if cfg.LeaderElect {
 		leases := registry.Lookup("coordination.k8s.io", "v1", "leases")

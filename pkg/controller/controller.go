@@ -1,6 +1,7 @@
 // Package controller runs inside the server the controllers of
 // kube-controller-manager that the API's own lifecycle depends on (the
-// namespace controller and its companions, the garbage collector), fed by
+// namespace controller and its companions, the garbage collector, the
+// quota controller), fed by
 // the watch cache through package informer and writing to the stores
 // directly, as the system itself. It also holds the plumbing its
 // controllers share with package crdcontroller (apiextensions-apiserver's
@@ -33,8 +34,8 @@ import (
 
 // Manager is the controllers of kube-controller-manager's role, those that
 // must run on one server at a time: the namespace controller (with the
-// default ServiceAccount and kube-root-ca.crt of every namespace) and the
-// garbage collector.
+// default ServiceAccount and kube-root-ca.crt of every namespace), the
+// garbage collector and the quota controller.
 type Manager struct {
 	Registry *resource.Registry
 	// RootCA is the PEM bundle published as kube-root-ca.crt.
@@ -46,6 +47,9 @@ type Manager struct {
 	// zero Selection: all). The cluster IP and node port repairs run
 	// either way.
 	Controllers Selection
+	// QuotaResync is the quota controller's full recomputation period (0:
+	// DefaultQuotaResync).
+	QuotaResync time.Duration
 	Log         *slog.Logger
 }
 
@@ -64,6 +68,10 @@ func (m Manager) Run(ctx context.Context) {
 	if on(GarbageCollectorController) {
 		gc := &GarbageCollector{Registry: m.Registry, Log: m.Log}
 		wg.Go(func() { gc.Run(ctx) })
+	}
+	if on(ResourceQuotaController) {
+		quotas := &Quotas{Registry: m.Registry, Resync: m.QuotaResync, Log: m.Log}
+		wg.Go(func() { quotas.Run(ctx) })
 	}
 	wg.Go(func() { repair(ctx, "cluster IP", (&servicenet.Allocator{Registry: m.Registry}).Repair, m.Log) })
 	if m.NodePorts != nil {

@@ -13,12 +13,14 @@ const (
 	ServiceAccountController             = "serviceaccount-controller"
 	RootCACertificatePublisherController = "root-ca-certificate-publisher-controller"
 	GarbageCollectorController           = "garbage-collector-controller"
+	ResourceQuotaController              = "resourcequota-controller"
 )
 
 // Implemented are the controllers Manager runs, by kube-controller-manager's
 // names. The cluster IP repair (kube-apiserver's) is none of them: it
 // always runs.
-var Implemented = []string{NamespaceController, ServiceAccountController, RootCACertificatePublisherController, GarbageCollectorController}
+var Implemented = []string{NamespaceController, ServiceAccountController, RootCACertificatePublisherController, GarbageCollectorController,
+	ResourceQuotaController}
 
 // kcmControllers are kube-controller-manager 1.37's controllers, canonical
 // name to its aliases (the old short names it still accepts).
@@ -29,7 +31,7 @@ var kcmControllers = map[string][]string{
 	"endpointslice-mirroring-controller":                             {"endpointslicemirroring"},
 	"replicationcontroller-controller":                               {"replicationcontroller"},
 	"pod-garbage-collector-controller":                               {"podgc"},
-	"resourcequota-controller":                                       {"resourcequota"},
+	ResourceQuotaController:                                          {"resourcequota"},
 	NamespaceController:                                              {"namespace"},
 	ServiceAccountController:                                         {"serviceaccount"},
 	GarbageCollectorController:                                       {"garbagecollector"},

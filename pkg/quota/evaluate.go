@@ -269,3 +269,23 @@ func Used(q *corev1.ResourceQuota, evaluators []*Evaluator, list func(schema.Gro
 	}
 	return used, nil
 }
+
+// State is what of obj quota counts, as a string: its usage at now and,
+// for a pod, the scopes it is in. The controller recomputes the quotas of
+// an object's namespace when its State changes (kube-controller-manager's
+// update filter: a pod that ended, a Service's type, a claim's size).
+func (e *Evaluator) State(obj Object, now time.Time) string {
+	s := prettyPrint(e.Usage(obj, now))
+	if pod, ok := obj.v.(*corev1.Pod); ok {
+		s += fmt.Sprint(terminating(pod), bestEffort(pod), pod.Spec.PriorityClassName, crossNamespaceAffinity(pod))
+	}
+	if pvc, ok := obj.v.(*corev1.PersistentVolumeClaim); ok {
+		s += fmt.Sprint(attributesClasses(pvc))
+	}
+	return s
+}
+
+// UsageChangesOnUpdate says whether an update of an object may change its
+// usage or scopes (pods, Services, claims); an object count changes only
+// by creates and deletes.
+func (e *Evaluator) UsageChangesOnUpdate() bool { return e.kind != nil }
