@@ -79,6 +79,9 @@ func (s *Quota) Validate(ctx context.Context, req *pipeline.Request) error {
 	if e == nil {
 		return nil
 	}
+	if has, err := s.hasQuotas(ctx, req.Namespace); err != nil || !has {
+		return err
+	}
 	obj, err := e.FromTree(req.Object)
 	if err != nil {
 		return err
@@ -92,9 +95,6 @@ func (s *Quota) Validate(ctx context.Context, req *pipeline.Request) error {
 	}
 	if !e.Handles(string(req.Operation), req.Subresource, obj, old) {
 		return nil
-	}
-	if quotas, err := s.quotas(ctx, req.Namespace, "0"); err != nil || len(quotas) == 0 {
-		return err
 	}
 	w := &quotaWaiter{write: quota.Write{Evaluator: e, Obj: obj, Old: old, Update: update}, dryRun: req.DryRun,
 		refuse: func(err error) error { return forbidden(req, err) }, finish: make(chan struct{})}
@@ -159,7 +159,7 @@ func (s *Quota) check(ctx context.Context, ns string, batch []*quotaWaiter) {
 			}
 		}
 	}
-	quotas, err := s.quotas(ctx, ns, "")
+	quotas, err := s.quotas(ctx, ns)
 	if err != nil {
 		decide(err)
 		return
@@ -205,7 +205,7 @@ func (s *Quota) check(ctx context.Context, ns string, batch []*quotaWaiter) {
 			decide(lastErr)
 			return
 		}
-		current, err := s.quotas(ctx, ns, "")
+		current, err := s.quotas(ctx, ns)
 		if err != nil {
 			decide(lastErr)
 			return
@@ -229,15 +229,29 @@ func changed(quotas, next []corev1.ResourceQuota) bool {
 	return false
 }
 
-// quotas reads ns's ResourceQuotas at resourceVersion rv ("0": the watch
-// cache's newest; "": consistent), each with its resourceVersion.
-func (s *Quota) quotas(ctx context.Context, ns, rv string) ([]corev1.ResourceQuota, error) {
+// hasQuotas says whether the watch cache has ResourceQuotas in ns.
+func (s *Quota) hasQuotas(ctx context.Context, ns string) (bool, error) {
+	res := s.Registry.Lookup("", "v1", "resourcequotas")
+	store := s.Registry.Store(res)
+	if store == nil {
+		return false, nil
+	}
+	list, err := store.GetList(ctx, res.Scope(ns), storage.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return false, err
+	}
+	return len(list.Items) > 0, nil
+}
+
+// quotas reads ns's ResourceQuotas consistently, each with its
+// resourceVersion.
+func (s *Quota) quotas(ctx context.Context, ns string) ([]corev1.ResourceQuota, error) {
 	res := s.Registry.Lookup("", "v1", "resourcequotas")
 	store := s.Registry.Store(res)
 	if store == nil {
 		return nil, nil
 	}
-	list, err := store.GetList(ctx, res.Scope(ns), storage.ListOptions{ResourceVersion: rv})
+	list, err := store.GetList(ctx, res.Scope(ns), storage.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
