@@ -229,6 +229,11 @@ func changed(quotas, next []corev1.ResourceQuota) bool {
 	return false
 }
 
+// The reads of quotas give a limit, so that a watch cache that is
+// initializing sends them to etcd instead of refusing them (429): every
+// write in a namespace waits on them.
+const quotaPage = 500
+
 // hasQuotas says whether the watch cache has ResourceQuotas in ns.
 func (s *Quota) hasQuotas(ctx context.Context, ns string) (bool, error) {
 	res := s.Registry.Lookup("", "v1", "resourcequotas")
@@ -236,7 +241,7 @@ func (s *Quota) hasQuotas(ctx context.Context, ns string) (bool, error) {
 	if store == nil {
 		return false, nil
 	}
-	list, err := store.GetList(ctx, res.Scope(ns), storage.ListOptions{ResourceVersion: "0"})
+	list, err := store.GetList(ctx, res.Scope(ns), storage.ListOptions{ResourceVersion: "0", Limit: 1})
 	if err != nil {
 		return false, err
 	}
@@ -248,19 +253,25 @@ func (s *Quota) hasQuotas(ctx context.Context, ns string) (bool, error) {
 func (s *Quota) quotas(ctx context.Context, ns string) ([]corev1.ResourceQuota, error) {
 	res := s.Registry.Lookup("", "v1", "resourcequotas")
 	store := s.Registry.Store(res)
-	if store == nil {
-		return nil, nil
-	}
-	list, err := store.GetList(ctx, res.Scope(ns), storage.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]corev1.ResourceQuota, len(list.Items))
-	for i, o := range list.Items {
-		if err := json.Unmarshal(o.JSON(), &out[i]); err != nil {
+	var out []corev1.ResourceQuota
+	opts := storage.ListOptions{Limit: quotaPage}
+	for store != nil {
+		list, err := store.GetList(ctx, res.Scope(ns), opts)
+		if err != nil {
 			return nil, err
 		}
-		out[i].ResourceVersion = storage.FormatResourceVersion(o.ResourceVersion())
+		for _, o := range list.Items {
+			var q corev1.ResourceQuota
+			if err := json.Unmarshal(o.JSON(), &q); err != nil {
+				return nil, err
+			}
+			q.ResourceVersion = storage.FormatResourceVersion(o.ResourceVersion())
+			out = append(out, q)
+		}
+		if list.Continue == "" {
+			break
+		}
+		opts.Continue = list.Continue
 	}
 	return out, nil
 }
