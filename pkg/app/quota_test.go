@@ -21,8 +21,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // recordedQuota is testdata/quota.json: kube-apiserver 1.37's answers.
@@ -52,17 +56,18 @@ func readRecordedQuota(t *testing.T) recordedQuota {
 
 // quotaServer starts a server with the given --controllers and
 // --resource-quota-sync-period.
-func quotaServer(t *testing.T, controllers []string, resync time.Duration) *kubernetes.Clientset {
+// --resource-quota-sync-period, serving e2e's custom resources
+// (widgets.example.com).
+func quotaServer(t *testing.T, controllers []string, resync time.Duration) (*rest.Config, *kubernetes.Clientset) {
 	t.Helper()
 	a, err := Start(Config{DataDir: t.TempDir(), EtcdPrefix: "/registry", EtcdUnsafeNoFsync: true, WatchCache: true,
 		ConsistentListFromCache: true, ConsistentGetFromCache: true, Controllers: controllers, ResourceQuotaSyncPeriod: resync,
-		Log: slog.New(slog.DiscardHandler)})
+		ResourcesFile: "../../e2e/testdata/resources.yaml", Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	_, cs := adminClient(t, a)
-	return cs
+	return adminClient(t, a)
 }
 
 // quotaClient is the quota calls of the tests in one namespace.
@@ -178,7 +183,7 @@ func pod(name string, containers, init []string) *corev1.Pod {
 // give usage back.
 func TestResourceQuota(t *testing.T) {
 	want := readRecordedQuota(t)
-	cs := quotaServer(t, nil, 0)
+	rc, cs := quotaServer(t, nil, 0)
 	ctx := context.Background()
 
 	t.Run("pods", func(t *testing.T) {
@@ -210,6 +215,41 @@ func TestResourceQuota(t *testing.T) {
 		c.used("q", map[string]string{"pods": "1"})
 		c.create(pod("p3", []string{"c"}, nil), "")
 		c.used("q", map[string]string{"pods": "2"})
+		// A pod that ended uses no pods (count/pods still counts it).
+		p2, err := cs.CoreV1().Pods("quota").Get(ctx, "p2", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p2.Status.Phase = corev1.PodSucceeded
+		if _, err := cs.CoreV1().Pods("quota").UpdateStatus(ctx, p2, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		c.used("q", map[string]string{"pods": "1"})
+	})
+
+	t.Run("custom resources", func(t *testing.T) {
+		c := newQuotaClient(t, cs, "quota-cr")
+		c.quota("cr", map[string]string{"count/widgets.example.com": "1"}, nil, nil)
+		c.used("cr", map[string]string{"count/widgets.example.com": "0"})
+		widgets := dynamic.NewForConfigOrDie(rc).Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}).Namespace(c.ns)
+		widget := func(name string) *unstructured.Unstructured {
+			return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": name}}}
+		}
+		if _, err := widgets.Create(ctx, widget("w1"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := widgets.Create(ctx, widget("w2"), metav1.CreateOptions{})
+		// Recorded with a definition of quotathings.quota.example.com.
+		if msg := strings.ReplaceAll(want.Exceeded["customResource"], "quotathings.quota.example.com", "widgets.example.com"); !apierrors.IsForbidden(err) || err.Error() != msg {
+			t.Errorf("w2: %v\nwant %s", err, msg)
+		}
+		if err := widgets.Delete(ctx, "w1", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		c.used("cr", map[string]string{"count/widgets.example.com": "0"})
+		if _, err := widgets.Create(ctx, widget("w2"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	})
 
 	t.Run("compute", func(t *testing.T) {
@@ -368,7 +408,7 @@ func TestResourceQuotaKubectl(t *testing.T) {
 // set by hand is enforced and never recomputed.
 func TestResourceQuotaWithoutController(t *testing.T) {
 	want := readRecordedQuota(t)
-	cs := quotaServer(t, []string{"*", "-resourcequota-controller"}, time.Second)
+	_, cs := quotaServer(t, []string{"*", "-resourcequota-controller"}, time.Second)
 	ctx := context.Background()
 	c := newQuotaClient(t, cs, "quota")
 	c.quota("q", map[string]string{"pods": "2", "count/configmaps": "1"}, nil, nil)
