@@ -200,20 +200,12 @@ func (c *Quotas) replenish(ctx context.Context, ns string, e *quota.Evaluator) {
 	for _, o := range list.Items {
 		if e != nil {
 			var q corev1.ResourceQuota
-			if json.Unmarshal(o.JSON(), &q) != nil || len(e.Matching(quotaNames(q.Status.Hard))) == 0 {
+			if json.Unmarshal(o.JSON(), &q) != nil || len(e.Matching(quota.Names(q.Status.Hard))) == 0 {
 				continue
 			}
 		}
 		c.q.Add(o.Namespace() + "/" + o.Name())
 	}
-}
-
-func quotaNames(list corev1.ResourceList) []corev1.ResourceName {
-	out := make([]corev1.ResourceName, 0, len(list))
-	for n := range list {
-		out = append(out, n)
-	}
-	return out
 }
 
 // sync brings quota key's status to its spec and the usage in its
@@ -250,7 +242,7 @@ func (c *Quotas) sync(ctx context.Context, key string) (Result, error) {
 	for n, v := range measured {
 		used[n] = v
 	}
-	used = quota.Mask(used, quotaNames(hard))
+	used = quota.Mask(used, quota.Names(hard))
 	if !dirty && quota.Equal(used, q.Status.Used) {
 		return Result{}, usageErr
 	}

@@ -48,7 +48,7 @@ func Check(quotas []corev1.ResourceQuota, w Write, now time.Time) ([]corev1.Reso
 		if !match {
 			continue
 		}
-		limited := e.Matching(names(q.Status.Hard))
+		limited := e.Matching(Names(q.Status.Hard))
 		if e.kind != nil {
 			if err := e.kind.constraints(limited, w.Obj.v); err != nil {
 				return nil, refuse("failed quota: %s: %v", q.Name, err)
@@ -78,10 +78,10 @@ func Check(quotas []corev1.ResourceQuota, w Write, now time.Time) ([]corev1.Reso
 	}
 	for _, i := range counting {
 		q := &out[i]
-		hard := names(q.Status.Hard)
+		hard := Names(q.Status.Hard)
 		requested := Mask(delta, hard)
 		used := Add(q.Status.Used, requested)
-		if ok, over := lessOrEqual(Mask(used, names(requested)), q.Status.Hard); !ok {
+		if ok, over := lessOrEqual(Mask(used, Names(requested)), q.Status.Hard); !ok {
 			return nil, refuse("exceeded quota: %s, requested: %s, used: %s, limited: %s", q.Name,
 				prettyPrint(Mask(requested, over)), prettyPrint(Mask(q.Status.Used, over)), prettyPrint(Mask(q.Status.Hard, over)))
 		}

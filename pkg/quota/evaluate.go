@@ -198,7 +198,7 @@ func (e *Evaluator) inScope(q *corev1.ResourceQuota, obj Object) (bool, error) {
 // measures (a quota whose status the controller has not set yet counts
 // nothing) and obj is in q's scopes.
 func (e *Evaluator) matches(q *corev1.ResourceQuota, obj Object) (bool, error) {
-	if len(e.Matching(names(q.Status.Hard))) == 0 {
+	if len(e.Matching(Names(q.Status.Hard))) == 0 {
 		return false, nil
 	}
 	return e.inScope(q, obj)
@@ -223,7 +223,7 @@ func scopeSelectors(q *corev1.ResourceQuota) []corev1.ScopedResourceSelectorRequ
 // listed is left out (with the error). evaluators are those the
 // controller has (For of Evaluated and of the counted resources served).
 func Used(q *corev1.ResourceQuota, evaluators []*Evaluator, list func(schema.GroupResource) ([]*object.Object, error), now time.Time) (corev1.ResourceList, error) {
-	hard := names(q.Spec.Hard)
+	hard := Names(q.Spec.Hard)
 	var potential []corev1.ResourceName
 	for _, e := range evaluators {
 		potential = append(potential, e.Matching(hard)...)
@@ -242,19 +242,7 @@ func Used(q *corev1.ResourceQuota, evaluators []*Evaluator, list func(schema.Gro
 		}
 		objs, err := list(e.resource)
 		if err == nil {
-			for _, o := range objs {
-				var obj Object
-				if obj, err = e.Decode(o.JSON()); err != nil {
-					break
-				}
-				in, err := e.inScope(q, obj)
-				if err != nil {
-					break // as kube's: an unreadable scope ends the count here
-				}
-				if in {
-					stats = Add(stats, e.Usage(obj, now))
-				}
-			}
+			stats, err = e.sum(q, objs, stats, now)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", e.resource, err))
@@ -289,3 +277,23 @@ func (e *Evaluator) State(obj Object, now time.Time) string {
 // usage or scopes (pods, Services, claims); an object count changes only
 // by creates and deletes.
 func (e *Evaluator) UsageChangesOnUpdate() bool { return e.kind != nil }
+
+// sum adds to stats the usage of the objects of objs in q's scopes. As
+// kube's, a scope that cannot be evaluated ends the sum there, without
+// error.
+func (e *Evaluator) sum(q *corev1.ResourceQuota, objs []*object.Object, stats corev1.ResourceList, now time.Time) (corev1.ResourceList, error) {
+	for _, o := range objs {
+		obj, err := e.Decode(o.JSON())
+		if err != nil {
+			return stats, err
+		}
+		in, err := e.inScope(q, obj)
+		if err != nil {
+			return stats, nil
+		}
+		if in {
+			stats = Add(stats, e.Usage(obj, now))
+		}
+	}
+	return stats, nil
+}

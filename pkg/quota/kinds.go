@@ -7,6 +7,7 @@ package quota
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -106,13 +107,7 @@ var podKind = &kind{
 			return nil
 		}
 		var msgs []string
-		for _, n := range slices.Sorted(func(yield func(corev1.ResourceName) bool) {
-			for n := range missing {
-				if !yield(n) {
-					return
-				}
-			}
-		}) {
+		for _, n := range slices.Sorted(maps.Keys(missing)) {
 			slices.Sort(missing[n])
 			msgs = append(msgs, fmt.Sprintf("%s for: %s", n, strings.Join(missing[n], ",")))
 		}

@@ -116,8 +116,8 @@ func negative(list corev1.ResourceList) []corev1.ResourceName {
 	return out
 }
 
-// names are list's names.
-func names(list corev1.ResourceList) []corev1.ResourceName {
+// Names are list's names.
+func Names(list corev1.ResourceList) []corev1.ResourceName {
 	return slices.Collect(maps.Keys(list))
 }
 
