@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // recordedQuota is testdata/quota.json: kube-apiserver 1.37's answers.
@@ -513,4 +515,57 @@ func TestResourceQuotaTwoReplicas(t *testing.T) {
 		t.Errorf("%d pods exist, %d created, %d refused; want 10, 8, 32", len(pods.Items), created, refused)
 	}
 	c.used("q", map[string]string{"pods": "10"})
+}
+
+// BenchmarkResourceQuotaCreate: pod creates (8 clients at once) in a
+// namespace without a quota, and in one whose quota counts them (each
+// create checked and reserved).
+func BenchmarkResourceQuotaCreate(b *testing.B) {
+	a, err := Start(Config{DataDir: b.TempDir(), EtcdPrefix: "/registry", EtcdUnsafeNoFsync: true, WatchCache: true,
+		ConsistentListFromCache: true, ConsistentGetFromCache: true, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { a.Close() })
+	rc, err := clientcmd.BuildConfigFromFlags("", a.Kubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc.QPS = -1
+	cs := kubernetes.NewForConfigOrDie(rc)
+	ctx := context.Background()
+	var n atomic.Int64 // names pods across runs
+	for _, withQuota := range []bool{false, true} {
+		ns := fmt.Sprint("bench-quota-", withQuota)
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		if withQuota {
+			q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q"}, Spec: corev1.ResourceQuotaSpec{Hard: list(map[string]string{"pods": "1000000"})}}
+			if _, err := cs.CoreV1().ResourceQuotas(ns).Create(ctx, q, metav1.CreateOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			for {
+				q, err := cs.CoreV1().ResourceQuotas(ns).Get(ctx, "q", metav1.GetOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if q.Status.Used != nil {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		b.Run(fmt.Sprint("quota=", withQuota), func(b *testing.B) {
+			b.SetParallelism(4) // 8 clients on 2 cores
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					name := fmt.Sprint("p-", n.Add(1))
+					if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod(name, []string{"c"}, nil), metav1.CreateOptions{}); err != nil {
+						b.Error(err)
+					}
+				}
+			})
+		})
+	}
 }
