@@ -87,13 +87,15 @@ func (s *Quota) Validate(ctx context.Context, req *pipeline.Request) error {
 		return err
 	}
 	var old quota.Object
-	update := req.Operation == admissionv1.Update
-	if update {
+	op := admissionv1.Create
+	if req.Operation == admissionv1.Update && req.OldObject != nil {
 		if old, err = e.FromTree(req.OldObject); err != nil {
 			return err
 		}
+		op = admissionv1.Update
 	}
-	if !e.Handles(string(req.Operation), req.Subresource, obj, old) {
+	update := op == admissionv1.Update
+	if !e.Handles(string(op), req.Subresource, obj, old) {
 		return nil
 	}
 	w := &quotaWaiter{write: quota.Write{Evaluator: e, Obj: obj, Old: old, Update: update}, dryRun: req.DryRun,

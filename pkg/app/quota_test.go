@@ -227,6 +227,16 @@ func TestResourceQuota(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.used("q", map[string]string{"pods": "1"})
+		// A new hard limit: the controller sets status.hard and the usage
+		// of what it now limits.
+		if _, err := cs.CoreV1().ResourceQuotas("quota").Patch(ctx, "q", types.MergePatchType,
+			[]byte(`{"spec":{"hard":{"pods":"5","count/pods":"5"}}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		c.used("q", map[string]string{"pods": "1", "count/pods": "2"})
+		if q, err := cs.CoreV1().ResourceQuotas("quota").Get(ctx, "q", metav1.GetOptions{}); err != nil || fmt.Sprint(printed(q.Status.Hard)) != "map[count/pods:5 pods:5]" {
+			t.Errorf("status.hard %v, %v", q.Status.Hard, err)
+		}
 	})
 
 	t.Run("custom resources", func(t *testing.T) {
