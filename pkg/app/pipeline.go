@@ -7,6 +7,7 @@ package app
 
 import (
 	"github.com/watchcache/watchcache/pkg/admission"
+	"github.com/watchcache/watchcache/pkg/auth/signers"
 	"github.com/watchcache/watchcache/pkg/pipeline"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/servicenet"
@@ -38,6 +39,8 @@ func writePipeline(registry *resource.Registry, authz *authorization, nodePorts 
 		pipeline.Stage{Name: "Service node ports (allocation)", Step: servicenet.AllocateNodePorts{NodePorts: nodePorts}},
 		pipeline.Stage{Name: "validation", Step: pipeline.Validation},
 		pipeline.Stage{Name: "LimitRanger, Priority (validating)", Step: admission.ValidatingPlugins{Builtin: plugins}},
+		pipeline.Stage{Name: "CertificateApproval, CertificateSigning, ClusterTrustBundleAttest, CertificateSubjectRestriction",
+			Step: signers.Admission{Authorizer: authz}},
 		pipeline.Stage{Name: "ValidatingAdmissionPolicy", Step: admission.ValidatingPolicies{Webhooks: webhooks}},
 		pipeline.Stage{Name: "ValidatingAdmissionWebhook", Step: admission.ValidatingWebhooks{Webhooks: webhooks}},
 		pipeline.Stage{Name: "RBAC escalation check", Step: rbacEscalation{authz}},

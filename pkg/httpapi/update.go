@@ -72,7 +72,8 @@ func checkConditionalUpdate(obj map[string]any, req *request) *apierrors.StatusE
 // any, checked against cur's (optimistic concurrency, 409 on mismatch),
 // defaults, the kind's strategy and managedFields applied; and the
 // encoder that validates it (the status subresource's writes are not
-// validated, as the kinds' status strategies check little).
+// validated, as the kinds' status strategies check little, but where
+// package validation checks a subresource: a CSR's status and approval).
 func (s *Server) prepareUpdate(ctx context.Context, obj map[string]any, req *request, cur *object.Object) (*pipeline.Request, pipeline.Encoder, error) {
 	if aerr := checkTypeMeta(obj, req.res); aerr != nil {
 		return nil, nil, aerr
@@ -96,7 +97,8 @@ func (s *Server) prepareUpdate(ctx context.Context, obj map[string]any, req *req
 	}
 	delete(meta, "resourceVersion")
 	defaults.Apply(req.res.Group, req.res.Kind, obj)
-	validated := (req.subresource == "" || req.subresource == "scale") && (validation.Has(req.res.Group, req.res.Kind) || req.res.CustomSchema != nil)
+	validated := (req.subresource == "" || req.subresource == "scale") && (validation.Has(req.res.Group, req.res.Kind) || req.res.CustomSchema != nil) ||
+		validation.HasSubresource(req.res.Group, req.res.Kind, req.subresource)
 	var old map[string]any
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &old); err != nil {
 		return nil, nil, err
@@ -113,7 +115,7 @@ func (s *Server) prepareUpdate(ctx context.Context, obj map[string]any, req *req
 	}
 	encode := func(obj map[string]any) ([]byte, error) {
 		if validated {
-			return encodeValid(req.res, req.name, obj, old)
+			return encodeValid(req.res, req.name, req.subresource, obj, old)
 		}
 		return req.res.Encode(obj)
 	}
@@ -121,11 +123,11 @@ func (s *Server) prepareUpdate(ctx context.Context, obj map[string]any, req *req
 }
 
 // encodeValid encodes obj (resource.Resource.Encode) and checks it, as stored, as a
-// new object or, if old is not nil, as an update of old: 422 Invalid if it
-// fails.
-func encodeValid(res *resource.Resource, name string, obj, old map[string]any) ([]byte, error) {
+// new object or, if old is not nil, as an update of old through
+// subresource: 422 Invalid if it fails.
+func encodeValid(res *resource.Resource, name, subresource string, obj, old map[string]any) ([]byte, error) {
 	data, err := res.Encode(obj)
-	if err != nil || !validation.Has(res.Group, res.Kind) && res.CustomSchema == nil {
+	if err != nil || !validation.Has(res.Group, res.Kind) && res.CustomSchema == nil && !validation.HasSubresource(res.Group, res.Kind, subresource) {
 		return data, err
 	}
 	var stored map[string]any
@@ -138,6 +140,8 @@ func encodeValid(res *resource.Resource, name string, obj, old map[string]any) (
 		errs = res.CustomSchema.Validate(stored, old)
 	case old == nil:
 		errs = validation.Validate(res.Group, res.Kind, stored)
+	case validation.HasSubresource(res.Group, res.Kind, subresource):
+		errs = validation.ValidateSubresourceUpdate(res.Group, res.Kind, subresource, stored, old)
 	default:
 		errs = validation.ValidateUpdate(res.Group, res.Kind, stored, old)
 	}

@@ -43,8 +43,13 @@ func PrepareForCreate(res *resource.Resource, obj map[string]any) {
 //     its kind's strategy resets (statusMetadataResets);
 //   - generation goes up by one when anything but metadata and status
 //     changed (or the annotations, for a kind that counts them), and is
-//     never the client's to set.
+//     never the client's to set;
+//   - a CertificateSigningRequest's spec stays old's and its conditions
+//     are stamped (certificates.go).
 func PrepareForUpdate(res *resource.Resource, subresource string, obj, old map[string]any) {
+	if isCSR(res) {
+		defer prepareCSRUpdate(subresource, obj, old)
+	}
 	if subresource == "status" && res.StrategicMergeType != nil {
 		writeStatus(res, obj, old)
 		return

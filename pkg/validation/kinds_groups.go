@@ -53,17 +53,8 @@ var groupKinds = map[string][]Check{
 		{Path: "spec", Object: scaleToZeroMetrics},
 		{Path: "spec.maxReplicas", Test: hpaMaxReplicas},
 	},
-	"certificates.k8s.io/CertificateSigningRequest": {
-		{Path: "spec.request", Test: func(p *field.Path, v any, present bool) field.ErrorList {
-			if isEmpty(v, present) {
-				return field.ErrorList{field.Invalid(p, nil, "PEM block type must be CERTIFICATE REQUEST")}
-			}
-			return nil
-		}},
-		required("spec.signerName"),
-		oneOf("spec.usages[]", keyUsages...),
-	},
-	"node.k8s.io/RuntimeClass": {required("handler")},
+	"certificates.k8s.io/CertificateSigningRequest": csrChecks,
+	"node.k8s.io/RuntimeClass":                      {required("handler")},
 	"storage.k8s.io/CSIDriver": {
 		oneOf("spec.fsGroupPolicy", "File", "None", "ReadWriteOnceWithFSType"),
 		eachOneOf("spec.volumeLifecycleModes", "Persistent", "Ephemeral"),
