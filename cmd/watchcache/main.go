@@ -74,6 +74,8 @@ func parseFlags(args []string) (app.Config, error) {
 	fs.DurationVar(&c.EtcdHealthcheckTimeout, "etcd-healthcheck-timeout", 2*time.Second, "how long the etcd check of /livez and /healthz may take")
 	fs.DurationVar(&c.EtcdReadycheckTimeout, "etcd-readycheck-timeout", 2*time.Second, "how long the etcd-readiness check of /readyz may take")
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay-duration", 0, "on SIGTERM, how long to keep serving with /readyz failing (so that load balancers stop sending requests) before stopping")
+	fs.BoolVar(&c.ShutdownSendRetryAfter, "shutdown-send-retry-after", false, "on SIGTERM, after --shutdown-delay-duration keep listening until the requests in flight have drained, answering new ones 429 with Retry-After and Connection: close")
+	fs.DurationVar(&c.ShutdownWatchTerminationGracePeriod, "shutdown-watch-termination-grace-period", 0, "on SIGTERM, spread the ends of the open watches over this long once new requests are refused (0: end them at once)")
 	fs.IntVar(&c.MaxRequestsInflight, "max-requests-inflight", 400, "read-only requests served at once (watches excluded); more get 429 (0: no cap)")
 	fs.IntVar(&c.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", 200, "mutating requests served at once; more get 429 (0: no cap)")
 	fs.DurationVar(&c.StorageInitializationTimeout, "storage-initialization-timeout", time.Minute, "how long /readyz waits at start for the built-in resources' watch caches")
@@ -177,6 +179,8 @@ func run(cfg app.Config) error {
 	}
 	select {
 	case <-ctx.Done():
+		// A second signal ends the process at once, as kube-apiserver's.
+		stop()
 		cfg.Log.Info("shutting down")
 	case err := <-served:
 		a.Close()

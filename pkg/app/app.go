@@ -112,6 +112,13 @@ type Config struct {
 	// kube-apiserver's default 0), so that load balancers stop sending
 	// requests first.
 	ShutdownDelay time.Duration
+	// ShutdownSendRetryAfter keeps listening after the delay until the
+	// requests in flight have drained, answering new ones 429 with
+	// Retry-After and Connection: close (--shutdown-send-retry-after);
+	// ShutdownWatchTerminationGracePeriod spreads the watches' ends over
+	// that long (--shutdown-watch-termination-grace-period). See shutdown.go.
+	ShutdownSendRetryAfter              bool
+	ShutdownWatchTerminationGracePeriod time.Duration
 	// MaxRequestsInflight and MaxMutatingRequestsInflight cap the
 	// read-only and mutating requests served at once
 	// (--max-requests-inflight, --max-mutating-requests-inflight; 0: no
@@ -275,9 +282,11 @@ type App struct {
 	// endpointsDone is closed once the endpoint reconciler has removed
 	// this server from the kubernetes Endpoints.
 	endpointsDone chan struct{}
-	// shuttingDown is set once Shutdown has begun (the shutdown check).
-	shuttingDown  atomic.Bool
-	shutdownDelay time.Duration
+	// stopElection and stopEndpoints end the election and the endpoint
+	// reconciler as shutdown begins (nil: not running).
+	stopElection, stopEndpoints context.CancelFunc
+	// term is the graceful termination (shutdown.go).
+	term *termination
 	// initialized is /readyz's watch-cache-initialization check, which
 	// WaitInitialized waits on too.
 	initialized func(context.Context) error
@@ -285,12 +294,15 @@ type App struct {
 
 // Start starts everything and returns once the API is served.
 func Start(cfg Config) (_ *App, err error) {
-	a := &App{log: cfg.Log, served: make(chan error, 1), shutdownDelay: cfg.ShutdownDelay}
+	a := &App{log: cfg.Log, served: make(chan error, 1)}
 	defer func() {
 		if err != nil { // undo what started
 			a.Close()
 		}
 	}()
+	if a.term, err = newTermination(cfg); err != nil {
+		return nil, err
+	}
 	definitions := cfg.CustomResourceDefinitions
 	if cfg.ResourcesFile != "" {
 		fromFile, err := crdfile.ReadFile(cfg.ResourcesFile)
@@ -400,9 +412,11 @@ func Start(cfg Config) (_ *App, err error) {
 		close(a.endpointsDone)
 	} else {
 		r := &endpointReconciler{client: a.client, prefix: cfg.EtcdPrefix, registry: registry, ip: advertise, port: port}
+		endpointsCtx, stop := context.WithCancel(ctx)
+		a.stopEndpoints = stop
 		go func() {
 			defer close(a.endpointsDone)
-			r.run(ctx, a.log.Warn)
+			r.run(endpointsCtx, a.log.Warn)
 		}()
 	}
 	apiSvcs := &apiServices{registry: registry, log: cfg.Log}
@@ -431,18 +445,12 @@ func Start(cfg Config) (_ *App, err error) {
 		NewStore: func(res *resource.Resource) storage.Interface { return a.newStore(cfg, res, storageMetrics, enc) }}
 	crds.Start(ctx)
 	a.initialized = a.cachesInitialized(cfg.StorageInitializationTimeout)
-	shutdown := func(context.Context) error {
-		if a.shuttingDown.Load() {
-			return errors.New("process is shutting down")
-		}
-		return nil
-	}
 	healthChecks := slices.Concat(a.etcdChecks(cfg, namespaceStore),
 		[]health.Check{
 			{Name: "watch-cache-initialization", ReadyOnly: true, Check: a.initialized},
 			{Name: "rbac", ReadyOnly: true, Check: sec.authz.ready}},
 		postStartHooks(sec.authz.rbac != nil),
-		[]health.Check{{Name: "shutdown", ReadyOnly: true, Check: shutdown}})
+		[]health.Check{{Name: "shutdown", ReadyOnly: true, Check: a.term.readyCheck}})
 	srv := httpapi.New(httpapi.Config{
 		Registry: registry, Log: cfg.Log, MinWatchTimeout: cfg.MinWatchTimeout, Metrics: promRegistry, Profiling: cfg.Profiling,
 		DisableShardedListAndWatch: cfg.DisableShardedListAndWatch,
@@ -453,10 +461,10 @@ func Start(cfg Config) (_ *App, err error) {
 	a.URL = kubeconfigServer(ln.Addr())
 	// Every request's context ends when the server shuts down, so that
 	// watches end cleanly instead of holding Shutdown up.
-	a.http = &http.Server{Handler: sec.handler(srv, cfg), BaseContext: func(net.Listener) context.Context { return ctx }, ReadHeaderTimeout: 30 * time.Second,
+	a.http = &http.Server{Handler: a.term.handler(sec.handler(srv, cfg)), BaseContext: func(net.Listener) context.Context { return ctx }, ReadHeaderTimeout: 30 * time.Second,
 		TLSConfig: tlsConfig}
 	// ServeTLS, unlike Serve on a TLS listener, sets HTTP/2 up.
-	go func() { a.served <- a.http.ServeTLS(ln, "", "") }()
+	go func() { a.served <- a.http.ServeTLS(stoppedListening{ln, a.term}, "", "") }()
 	if a.Kubeconfig, err = writeKubeconfig(cfg, a.PKI, a.URL, a.ClientCAs, cfg.Log); err != nil {
 		return nil, err
 	}
@@ -514,9 +522,11 @@ func (a *App) startControllerManager(ctx context.Context, cfg Config, registry *
 			return err
 		}
 		a.elector, a.electionDone = e, make(chan struct{})
+		electionCtx, stop := context.WithCancel(ctx)
+		a.stopElection = stop
 		go func() {
 			defer close(a.electionDone)
-			e.Run(ctx, manager.Run)
+			e.Run(electionCtx, manager.Run)
 		}()
 		running = func() float64 {
 			if e.Leading() {
@@ -743,19 +753,6 @@ func (a *App) Wait() error {
 		return nil
 	}
 	return err
-}
-
-// Shutdown stops the server gracefully, as kube-apiserver does on SIGTERM:
-// /readyz fails its shutdown check at once while everything is still
-// served for the configured delay, then the server stops (Close: requests
-// in flight finish, watches end).
-func (a *App) Shutdown() error {
-	a.shuttingDown.Store(true)
-	if a.shutdownDelay > 0 {
-		a.log.Info("shutting down: /readyz fails, serving on", "delay", a.shutdownDelay)
-		time.Sleep(a.shutdownDelay)
-	}
-	return a.Close()
 }
 
 // Close shuts down in order: stop accepting and end every request (watches
