@@ -286,7 +286,9 @@ type App struct {
 	// reconciler as shutdown begins (nil: not running).
 	stopElection, stopEndpoints context.CancelFunc
 	// term is the graceful termination (shutdown.go).
-	term *termination
+	term      *termination
+	closeOnce sync.Once
+	closeErr  error
 	// initialized is /readyz's watch-cache-initialization check, which
 	// WaitInitialized waits on too.
 	initialized func(context.Context) error
@@ -757,8 +759,14 @@ func (a *App) Wait() error {
 
 // Close shuts down in order: stop accepting and end every request (watches
 // end with a clean close), then the etcd client, then the embedded etcd,
-// which flushes every acknowledged write.
+// which flushes every acknowledged write. Only the first call does; later
+// ones (after Shutdown) return its error.
 func (a *App) Close() error {
+	a.closeOnce.Do(func() { a.closeErr = a.close() })
+	return a.closeErr
+}
+
+func (a *App) close() error {
 	if a.cancel != nil {
 		a.cancel()
 	}

@@ -208,7 +208,7 @@ func (t *termination) drain() {
 			ctx, cancel := context.WithTimeout(context.Background(), t.watchGrace)
 			return rate.NewLimiter(rate.Limit(max(float64(count)/t.watchGrace.Seconds(), 200)), 1), ctx, cancel
 		})
-		t.log.Info("graceful termination: watches ended", "active", before, "ended", after, "err", err)
+		t.log.Info("graceful termination: watches ended", "active", before, "remaining", after, "err", err)
 	})
 	wg.Wait()
 }
