@@ -19,7 +19,8 @@ func TestParseFlags(t *testing.T) {
 	}
 	if !c.WatchCache || !c.ConsistentListFromCache || !c.ConsistentGetFromCache || c.ConsistentReadsExplicit ||
 		c.WaitWhileInitializing || c.ConsistentReadFallback || c.DisableShardedListAndWatch || c.SecurePort != 6443 || c.BindAddress != "127.0.0.1" || c.StorageInitializationTimeout != time.Minute ||
-		c.RequestTimeout != time.Minute || c.MaxRequestsInflight != 400 || c.MaxMutatingRequestsInflight != 200 {
+		c.RequestTimeout != time.Minute || c.MaxRequestsInflight != 400 || c.MaxMutatingRequestsInflight != 200 ||
+		c.ShutdownDelay != 0 || c.ShutdownSendRetryAfter || c.ShutdownWatchTerminationGracePeriod != 0 {
 		t.Fatalf("defaults: %+v", c)
 	}
 	c, err = parseFlags([]string{"--feature-gates=ConsistentGetFromCache=false,ResilientWatchCacheInitialization=false",
@@ -34,6 +35,10 @@ func TestParseFlags(t *testing.T) {
 	c, err = parseFlags([]string{"--max-requests-inflight=3", "--max-mutating-requests-inflight=0", "--request-timeout=5s"})
 	if err != nil || c.MaxRequestsInflight != 3 || c.MaxMutatingRequestsInflight != 0 || c.RequestTimeout != 5*time.Second {
 		t.Fatalf("limits: %+v, %v", c, err)
+	}
+	c, err = parseFlags([]string{"--shutdown-delay-duration=5s", "--shutdown-send-retry-after", "--shutdown-watch-termination-grace-period=3s"})
+	if err != nil || c.ShutdownDelay != 5*time.Second || !c.ShutdownSendRetryAfter || c.ShutdownWatchTerminationGracePeriod != 3*time.Second {
+		t.Fatalf("shutdown flags: %+v, %v", c, err)
 	}
 	c, err = parseFlags([]string{"--tls-san=a.example.com, 10.0.0.1", "--tls-san", "b.example.com"})
 	if err != nil || strings.Join(c.TLSSANs, " ") != "a.example.com 10.0.0.1 b.example.com" {

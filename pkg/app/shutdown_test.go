@@ -86,7 +86,8 @@ func TestShutdownDelay(t *testing.T) {
 	}
 }
 
-// TestTerminationFilter: once the server no longer accepts new requests,
+// TestTerminationFilter: negative durations are refused with
+// kube-apiserver's messages; once the server no longer accepts new requests,
 // kube-apiserver's answers (recorded from its filters, 1.37): with
 // --shutdown-send-retry-after every request but health checks and metrics
 // gets 429 "The apiserver is shutting down, please try again later." in
@@ -95,6 +96,14 @@ func TestShutdownDelay(t *testing.T) {
 // closed) gets a 503 Status "apiserver is shutting down" with
 // Retry-After: 1, and so does a new watch; health checks are served.
 func TestTerminationFilter(t *testing.T) {
+	for cfg, want := range map[*Config]string{
+		{ShutdownDelay: -time.Second}:                       "--shutdown-delay-duration can not be negative value",
+		{ShutdownWatchTerminationGracePeriod: -time.Second}: "shutdown-watch-termination-grace-period, if provided, can not be a negative value",
+	} {
+		if _, err := newTermination(*cfg); err == nil || err.Error() != want {
+			t.Errorf("%+v: %v, want %q", cfg, err, want)
+		}
+	}
 	served := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "served") })
 	for _, sendRetryAfter := range []bool{false, true} {
 		term, err := newTermination(Config{ShutdownSendRetryAfter: sendRetryAfter, Log: slog.New(slog.DiscardHandler)})
