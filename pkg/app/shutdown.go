@@ -18,8 +18,8 @@
 //  3. InFlightRequestsDrained: every request but watches in flight has been
 //     answered (bounded by --request-timeout) and the watches have ended.
 //  4. HTTPServerStoppedListening (with --shutdown-send-retry-after, now;
-//     HTTP/2 GOAWAY sent), then the caches, the etcd client and the
-//     embedded etcd are closed.
+//     HTTP/2 GOAWAY sent); connections still open 2 s after the drain are
+//     closed; then the caches, the etcd client and the embedded etcd.
 
 package app
 
