@@ -5,6 +5,11 @@
 // Two subcommands: `watchcache bench` runs the benchmark of the watch cache
 // against etcd (see docs/bench), and `watchcache etcd` runs only the
 // embedded etcd, which the benchmark uses to run etcd in its own process.
+//
+// Started under the name kube-apiserver or etcd (a copy or a link of the
+// binary), it acts as that program, with its flags: a folder holding it under
+// both names is a KUBEBUILDER_ASSETS for controller-runtime's envtest
+// (kubeapiserver.go).
 package main
 
 import (
@@ -24,10 +29,15 @@ import (
 	"github.com/watchcache/watchcache/pkg/controller"
 )
 
-func parseFlags(args []string) (app.Config, error) {
+// parseFlags parses the server's flags as watchcache's.
+func parseFlags(args []string) (app.Config, error) { return parseFlagsAs("watchcache", args) }
+
+// parseFlagsAs parses the server's flags for the program it acts as:
+// watchcache, or kube-apiserver (see addKubeAPIServerFlags).
+func parseFlagsAs(name string, args []string) (app.Config, error) {
 	var c app.Config
 	var servers string
-	fs := flag.NewFlagSet("watchcache", flag.ContinueOnError)
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.StringVar(&c.DataDir, "data-dir", "watchcache-data", "where the embedded etcd keeps its data, and where the kubeconfig is written")
 	fs.StringVar(&servers, "etcd-servers", "", "comma-separated etcd client URLs; empty runs an embedded etcd")
 	var overrides string
@@ -84,11 +94,15 @@ func parseFlags(args []string) (app.Config, error) {
 	fs.StringVar(&fallback, "consistent-read-fallback", "none", "when the watch cache cannot catch up in time for a consistent read: none (answer 429 with Retry-After) or etcd (read etcd)")
 	var sizes string
 	fs.StringVar(&sizes, "watch-cache-sizes", "", "per-resource watch cache history capacity, e.g. pods#1000,widgets.example.com#0 (0 turns the cache off for that resource)")
+	finishKubeAPIServerFlags := addKubeAPIServerFlags(fs, &c) // last: the flags above win
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if err := finishKubeAPIServerFlags(); err != nil {
+		return c, err
 	}
 	if _, err := controller.ParseControllers(c.Controllers); err != nil {
 		return c, fmt.Errorf("--controllers: %w", err)
@@ -126,12 +140,17 @@ func parseFlags(args []string) (app.Config, error) {
 }
 
 func main() {
-	if len(os.Args) > 1 && (os.Args[1] == "bench" || os.Args[1] == "etcd") {
+	name := actingAs(os.Args[0])
+	if name == asEtcd {
+		runSubcommand("etcd", os.Args[1:])
+		return
+	}
+	if name == "watchcache" && len(os.Args) > 1 && (os.Args[1] == "bench" || os.Args[1] == "etcd") {
 		runSubcommand(os.Args[1], os.Args[2:])
 		return
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	cfg, err := parseFlags(os.Args[1:])
+	cfg, err := parseFlagsAs(name, os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		return
 	}

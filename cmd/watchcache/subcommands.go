@@ -77,6 +77,7 @@ func parseEtcdFlags(args []string) (etcdembed.Config, error) {
 	heartbeat := fs.Uint("heartbeat-interval", 100, "time (ms) of a heartbeat interval; a single member without cluster flags uses 10 unless given")
 	election := fs.Uint("election-timeout", 1000, "time (ms) of an election timeout; a single member without cluster flags uses 100 unless given")
 	fs.Uint64Var(&cfg.SnapshotCount, "snapshot-count", 0, "committed transactions that trigger a snapshot to disk (0: etcd's default, 10000)")
+	fs.Usage = func() { printFlags(fs) } // as etcd's --help, which envtest reads
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
