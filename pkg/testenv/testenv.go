@@ -10,12 +10,20 @@
 //	...                            // run the manager and the tests against cfg
 //	env.Stop()
 //
+// It installs what envtest's users rely on, with envtest's field names:
+// CustomResourceDefinitions from files and directories, and admission
+// webhook configurations pointed at the test's own webhook server with a
+// generated serving certificate (WebhookInstallOptions). An envtest suite
+// moves to it by its constructor alone: testenv.Environment for
+// envtest.Environment.
+//
 // An existing envtest suite can instead use a server started with
 // `go run ./cmd/watchcache`: USE_EXISTING_CLUSTER=true with KUBECONFIG set
 // to the kubeconfig it writes.
 package testenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,6 +49,14 @@ type Environment struct {
 	// ErrorIfCRDPathMissing fails Start when a CRDDirectoryPaths entry
 	// does not exist (otherwise it is skipped), as envtest's option.
 	ErrorIfCRDPathMissing bool
+	// WebhookInstallOptions are admission webhook configurations installed
+	// at start, pointed at the test's own webhook server.
+	WebhookInstallOptions WebhookInstallOptions
+	// BinaryAssetsDirectory is ignored: it is envtest's folder of
+	// kube-apiserver and etcd binaries, which this package does without.
+	// It is here so that an envtest suite that sets it (kubebuilder's
+	// scaffolding does) needs no other change than its constructor.
+	BinaryAssetsDirectory string
 	// Log receives the server's log (nil: discarded).
 	Log *slog.Logger
 
@@ -58,6 +74,10 @@ func (e *Environment) Start() (*rest.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := e.WebhookInstallOptions.prepare(); err != nil {
+		e.Stop()
+		return nil, err
+	}
 	if e.dir, err = os.MkdirTemp("", "watchcache-testenv-"); err != nil {
 		return nil, err
 	}
@@ -71,7 +91,7 @@ func (e *Environment) Start() (*rest.Config, error) {
 		BindAddress: "127.0.0.1", CustomResourceDefinitions: crds, Log: log,
 	})
 	if err != nil {
-		os.RemoveAll(e.dir)
+		e.Stop()
 		return nil, err
 	}
 	if e.Config, err = clientcmd.BuildConfigFromFlags("", e.app.Kubeconfig); err != nil {
@@ -80,6 +100,10 @@ func (e *Environment) Start() (*rest.Config, error) {
 	}
 	// Tests create objects in bursts: no client-side throttling.
 	e.Config.QPS, e.Config.Burst = -1, -1
+	if err := e.WebhookInstallOptions.install(context.Background(), e.Config); err != nil {
+		e.Stop()
+		return nil, err
+	}
 	return e.Config, nil
 }
 
@@ -87,14 +111,21 @@ func (e *Environment) Start() (*rest.Config, error) {
 // in tests), once started.
 func (e *Environment) Kubeconfig() string { return e.app.Kubeconfig }
 
-// Stop stops the control plane and removes its directory.
+// Stop stops the control plane and removes its directory and the webhook
+// server's certificate.
 func (e *Environment) Stop() error {
-	if e.app == nil {
-		return nil
+	var err error
+	if e.app != nil {
+		err = e.app.Close()
+		e.app = nil
 	}
-	err := e.app.Close()
-	e.app = nil
-	return errors.Join(err, os.RemoveAll(e.dir))
+	for _, dir := range []string{e.dir, e.WebhookInstallOptions.LocalServingCertDir} {
+		if dir != "" {
+			err = errors.Join(err, os.RemoveAll(dir))
+		}
+	}
+	e.dir = ""
+	return err
 }
 
 // readCRDs reads the definitions of CRDDirectoryPaths (*.yaml, *.yml and
@@ -102,7 +133,7 @@ func (e *Environment) Stop() error {
 func (e *Environment) readCRDs() ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	for _, path := range e.CRDDirectoryPaths {
-		files, err := crdFiles(path)
+		files, err := manifestFiles(path)
 		if errors.Is(err, os.ErrNotExist) && !e.ErrorIfCRDPathMissing {
 			continue
 		}
@@ -120,9 +151,9 @@ func (e *Environment) readCRDs() ([]*unstructured.Unstructured, error) {
 	return append(out, e.CRDs...), nil
 }
 
-// crdFiles lists the definition files of a path: itself if a file, its
-// YAML and JSON files if a directory.
-func crdFiles(path string) ([]string, error) {
+// manifestFiles lists the files of a path of manifests: itself if a file,
+// its YAML and JSON files if a directory.
+func manifestFiles(path string) ([]string, error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		return nil, err
