@@ -29,7 +29,8 @@ var layers = []struct {
 		"pkg/auth/review", "pkg/auth/signers", "pkg/audit", "pkg/limits"}},
 	{"controllers", []string{"pkg/controller", "pkg/crd/crdcontroller"}},
 	{"assembly", []string{"pkg/app", "pkg/testenv", "pkg/bench", "cmd/watchcache", "e2e", "e2e/internal/reconcilertest", "test/ha",
-		"pkg/encoding/internal/recordprotobuf"}},
+		"pkg/encoding/internal/recordprotobuf", "test/envtest/api/v1", "test/envtest/internal/assets", "test/envtest/internal/controller",
+		"test/envtest/internal/webhook/v1", "test/envtest/internal/webhook/webhooktest", "test/envtest/internal/webhook/ontestenv"}},
 }
 
 const module = "github.com/watchcache/watchcache/"
