@@ -16,8 +16,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/watchcache/watchcache/pkg/app"
+	"github.com/watchcache/watchcache/pkg/etcdembed"
 )
 
 // The names watchcache answers to besides its own.
@@ -41,6 +43,19 @@ func actingAs(argv0 string) string {
 		return name
 	}
 	return "watchcache"
+}
+
+// throwawayMemberTicks gives a member started as etcd alone (without
+// --initial-cluster, as envtest starts its throwaway etcd) the short raft
+// ticks of `watchcache etcd`'s single member (10 ms heartbeats, 100 ms
+// elections), unless given: it then serves within tens of milliseconds
+// rather than most of a second. etcd itself keeps its 100 ms and 1 s: the
+// member may be grown into a cluster later (as `watchcache etcd` with peer
+// URLs also keeps them).
+func throwawayMemberTicks(cfg *etcdembed.Config) {
+	if cfg.InitialCluster == "" && cfg.HeartbeatInterval == 0 && cfg.ElectionTimeout == 0 {
+		cfg.HeartbeatInterval, cfg.ElectionTimeout = 10*time.Millisecond, 100*time.Millisecond
+	}
 }
 
 // ignoredFlag is a kube-apiserver flag watchcache does not implement: any

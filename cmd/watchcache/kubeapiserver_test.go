@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/watchcache/watchcache/pkg/app"
 )
@@ -151,6 +152,29 @@ func TestHelpAsEnvtestReadsIt(t *testing.T) {
 			if regexp.MustCompile(`(?m)^\s*--` + name + `\b`).Match(out) {
 				t.Errorf("%s --help lists --%s", c.name, name)
 			}
+		}
+	}
+}
+
+// TestThrowawayMemberTicks: as etcd, envtest's member (peer URLs, no
+// --initial-cluster) gets the short ticks; a member of a cluster, or one
+// given its ticks, keeps them.
+func TestThrowawayMemberTicks(t *testing.T) {
+	for _, c := range []struct {
+		args                []string
+		heartbeat, election time.Duration
+	}{
+		{[]string{"--listen-peer-urls=http://127.0.0.1:2380", "--listen-client-urls=http://127.0.0.1:2379", "--unsafe-no-fsync=true"}, 10 * time.Millisecond, 100 * time.Millisecond},
+		{[]string{"--name=a", "--initial-cluster=a=http://127.0.0.1:2380"}, 0, 0},
+		{[]string{"--listen-peer-urls=http://127.0.0.1:2380", "--heartbeat-interval=50"}, 50 * time.Millisecond, time.Second},
+	} {
+		cfg, err := parseEtcdFlags(c.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		throwawayMemberTicks(&cfg)
+		if cfg.HeartbeatInterval != c.heartbeat || cfg.ElectionTimeout != c.election {
+			t.Errorf("%v: ticks %v %v, want %v %v", c.args, cfg.HeartbeatInterval, cfg.ElectionTimeout, c.heartbeat, c.election)
 		}
 	}
 }

@@ -28,6 +28,9 @@ func runEtcd(args []string) error {
 	if err != nil {
 		return err
 	}
+	if actingAs(os.Args[0]) == asEtcd {
+		throwawayMemberTicks(&cfg)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	e, err := etcdembed.StartContext(ctx, cfg)
