@@ -105,7 +105,7 @@ func addKubeAPIServerFlags(fs *flag.FlagSet, c *app.Config) (finish func() error
 			return nil
 		}
 		cert, key := filepath.Join(*certDir, "apiserver.crt"), filepath.Join(*certDir, "apiserver.key")
-		certErr, keyErr := fileExists(cert), fileExists(key)
+		certErr, keyErr := statErr(cert), statErr(key)
 		switch {
 		case certErr == nil && keyErr == nil:
 			c.TLSCertFile, c.TLSPrivateKeyFile = cert, key
@@ -118,7 +118,8 @@ func addKubeAPIServerFlags(fs *flag.FlagSet, c *app.Config) (finish func() error
 	}
 }
 
-func fileExists(path string) error {
+// statErr is os.Stat's error for path.
+func statErr(path string) error {
 	_, err := os.Stat(path)
 	return err
 }
