@@ -1,0 +1,226 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// apiServer is a kind of API server the scenarios run against: start
+// runs it in dir with the cluster's credentials and returns its URL.
+type apiServer struct {
+	name  string
+	start func(t *testing.T, c *cluster) string
+}
+
+// servers are the API servers every scenario runs against: kube-apiserver
+// first, so that a scenario failing on watchcache alone is watchcache's.
+var servers = []apiServer{
+	{"kube-apiserver", startKubeAPIServer},
+	{"watchcache", startWatchcache},
+}
+
+// serviceCIDR is the Service cluster IP range of both servers; podCIDR
+// the range kwok gives pods their IPs from (a second kwok, for the nodes a
+// scenario kills, takes its own part of it).
+const (
+	serviceCIDR = "10.96.0.0/16"
+	adminToken  = "admin-token"
+	// kwokAnnotation marks the nodes kwok manages, with the name of the
+	// kwok process that manages them as value.
+	kwokAnnotation = "kwok.x-k8s.io/node"
+)
+
+// cluster is an API server with kube-controller-manager, kube-scheduler and
+// kwok pointed at it, each with its own identity under RBAC.
+type cluster struct {
+	dir    string
+	pki    *pki
+	url    string
+	server *process
+	client kubernetes.Interface
+	config *rest.Config
+}
+
+// startCluster starts server and the components in a temporary directory;
+// everything stops when t ends.
+func startCluster(t *testing.T, server apiServer) *cluster {
+	dir := t.TempDir()
+	c := &cluster{dir: dir, pki: newPKI(t, dir)}
+	writeFile(t, c.pki.path("tokens.csv"), adminToken+",admin,admin-uid,system:masters\n")
+	start := time.Now()
+	c.url = server.start(t, c)
+	c.waitReady(t)
+	t.Logf("%s ready in %.1fs", server.name, time.Since(start).Seconds())
+
+	writeFile(t, c.pki.path("admin.kubeconfig"), fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q, certificate-authority: %q}}]
+users: [{name: admin, user: {token: %s}}]
+contexts: [{name: c, context: {cluster: c, user: admin}}]
+current-context: c
+`, c.url, c.pki.path("ca.crt"), adminToken))
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.pki.path("admin.kubeconfig"))
+	check(t, err)
+	cfg.QPS, cfg.Burst = 200, 400
+	c.config = cfg
+	c.client = kubernetes.NewForConfigOrDie(cfg)
+
+	c.pki.client(t, "kcm", "system:kube-controller-manager")
+	startProcess(t, dir, "kube-controller-manager", filepath.Join(bin, "kube-controller-manager"),
+		"--kubeconfig="+c.pki.kubeconfig(t, "kcm", c.url),
+		"--secure-port=0", "--leader-elect=false", "--controllers=*",
+		"--use-service-account-credentials",
+		"--service-account-private-key-file="+c.pki.path("sa.key"),
+		"--root-ca-file="+c.pki.path("ca.crt"),
+		"--cluster-signing-cert-file="+c.pki.path("ca.crt"),
+		"--cluster-signing-key-file="+c.pki.path("ca.key"),
+		// A node that stops renewing its Lease is NotReady after 12s
+		// (kube-controller-manager's default: 50s).
+		"--node-monitor-period=2s", "--node-monitor-grace-period=12s",
+		"--kube-api-qps=100", "--kube-api-burst=200", "-v=1")
+	c.pki.client(t, "scheduler", "system:kube-scheduler")
+	startProcess(t, dir, "kube-scheduler", filepath.Join(bin, "kube-scheduler"),
+		"--kubeconfig="+c.pki.kubeconfig(t, "scheduler", c.url),
+		"--secure-port=0", "--leader-elect=false",
+		"--kube-api-qps=100", "--kube-api-burst=200", "-v=1")
+	c.pki.client(t, "kwok", "kwok", "system:masters")
+	c.pki.kubeconfig(t, "kwok", c.url)
+	c.startKwok(t, "kwok", "10.244.0.1/17")
+	return c
+}
+
+// startKwok starts a kwok managing the nodes annotated kwokAnnotation=name,
+// giving their pods IPs from cidr.
+func (c *cluster) startKwok(t *testing.T, name, cidr string) *process {
+	return startProcess(t, c.dir, name, filepath.Join(bin, "kwok"),
+		"--kubeconfig="+c.pki.path("kwok.kubeconfig"),
+		"--config="+strings.Join(kwokStages, ","),
+		"--manage-nodes-with-annotation-selector="+kwokAnnotation+"="+name,
+		"--cidr="+cidr,
+		// Leases renewed every few seconds, so that the NotReady
+		// scenario is quick.
+		"--node-lease-duration-seconds=10")
+}
+
+func startKubeAPIServer(t *testing.T, c *cluster) string {
+	etcdPort := freePort(t)
+	startProcess(t, c.dir, "etcd", filepath.Join(bin, "watchcache"), "etcd",
+		"--data-dir="+filepath.Join(c.dir, "etcd"), "--etcd-client-port="+strconv.Itoa(etcdPort),
+		"--unsafe-no-fsync")
+	port := freePort(t)
+	c.server = startProcess(t, c.dir, "kube-apiserver", filepath.Join(bin, "kube-apiserver"),
+		"--etcd-servers=http://127.0.0.1:"+strconv.Itoa(etcdPort),
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(port), "--cert-dir="+filepath.Join(c.dir, "certs"),
+		"--tls-cert-file="+c.pki.path("serving.crt"), "--tls-private-key-file="+c.pki.path("serving.key"),
+		"--client-ca-file="+c.pki.path("ca.crt"),
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file="+c.pki.path("sa.key"),
+		"--service-account-signing-key-file="+c.pki.path("sa.key"),
+		"--authorization-mode=RBAC", "--token-auth-file="+c.pki.path("tokens.csv"),
+		"--service-cluster-ip-range="+serviceCIDR,
+		"--endpoint-reconciler-type=none", "-v=0")
+	return "https://127.0.0.1:" + strconv.Itoa(port)
+}
+
+func startWatchcache(t *testing.T, c *cluster) string {
+	port := freePort(t)
+	c.server = startProcess(t, c.dir, "watchcache", filepath.Join(bin, "watchcache"),
+		"--data-dir="+filepath.Join(c.dir, "watchcache"), "--etcd-client-port=0",
+		"--secure-port="+strconv.Itoa(port),
+		"--tls-cert-file="+c.pki.path("serving.crt"), "--tls-private-key-file="+c.pki.path("serving.key"),
+		"--client-ca-file="+c.pki.path("ca.crt"),
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-signing-key-file="+c.pki.path("sa.key"),
+		"--token-auth-file="+c.pki.path("tokens.csv"),
+		"--service-cluster-ip-range="+serviceCIDR,
+		// kube-controller-manager runs every controller.
+		"--controllers=")
+	return "https://127.0.0.1:" + strconv.Itoa(port)
+}
+
+// waitReady waits until the server answers /readyz with 200.
+func (c *cluster) waitReady(t *testing.T) {
+	t.Helper()
+	tlsConfig, err := rest.TLSConfigFor(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAFile: c.pki.path("ca.crt")}})
+	check(t, err)
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}, Timeout: 5 * time.Second}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		req, _ := http.NewRequest("GET", c.url+"/readyz", nil)
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		resp, err := hc.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-c.server.exited:
+			t.Fatalf("%s exited:\n%s", c.server.name, c.server.tail())
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not ready after 2m (%v):\n%s", c.server.name, err, c.server.tail())
+		}
+	}
+}
+
+// createNodes creates n nodes name-0..name-(n-1) managed by the kwok named
+// by manager, labeled pool=pool, with taints.
+func (c *cluster) createNodes(t *testing.T, prefix string, n int, manager, pool string, taints []corev1.Taint) []string {
+	t.Helper()
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		capacity := corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("32"),
+			corev1.ResourceMemory: resource.MustParse("256Gi"),
+			corev1.ResourcePods:   resource.MustParse("110"),
+		}
+		_, err := c.client.CoreV1().Nodes().Create(context.Background(), &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        name,
+				Annotations: map[string]string{kwokAnnotation: manager, "node.alpha.kubernetes.io/ttl": "0"},
+				Labels: map[string]string{
+					"type": "kwok", "pool": pool, "kubernetes.io/hostname": name,
+					"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+				},
+			},
+			Spec:   corev1.NodeSpec{Taints: taints},
+			Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+		}, metav1.CreateOptions{})
+		check(t, err)
+		names = append(names, name)
+	}
+	return names
+}
+
+// kubectl runs /usr/bin/kubectl as the administrator, or skips the check
+// where it is absent.
+func (c *cluster) kubectl(t *testing.T, args ...string) (string, bool) {
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Log("kubectl not found; its check is skipped")
+		return "", false
+	}
+	out, err := exec.Command("kubectl", append([]string{"--kubeconfig=" + c.pki.path("admin.kubeconfig")}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out), true
+}
