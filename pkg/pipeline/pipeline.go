@@ -248,6 +248,13 @@ func (p *Pipeline) DeleteCollection(ctx context.Context, store storage.Interface
 	if err != nil {
 		return nil, err
 	}
-	p.commit(ctx, req, deleted.ResourceVersion, deleted.Items...)
+	// Nothing deleted is nothing written: the list's revision is no
+	// change of the resource, which a committed stage waiting for it (the
+	// RBAC authorizer's catch-up) would wait for until the request ended,
+	// as kube-controller-manager's namespace deleter found for an empty
+	// namespace's roles.
+	if len(deleted.Items) > 0 {
+		p.commit(ctx, req, deleted.ResourceVersion, deleted.Items...)
+	}
 	return deleted, nil
 }

@@ -154,6 +154,47 @@ func TestStagesRunInOrder(t *testing.T) {
 	check("delete", "v1:DELETE", "v2:DELETE", "c1:committed")
 }
 
+// TestDeleteCollectionCommitsOnlyDeletions: a DeleteCollection that
+// deletes objects tells the committed stages the revision of the last
+// deletion; one that finds nothing to delete tells them nothing (no
+// revision of the resource to wait for).
+func TestDeleteCollectionCommitsOnlyDeletions(t *testing.T) {
+	store, cms := newStore(t)
+	var trace []string
+	var revs []uint64
+	p := New(Stage{"validation", Validation}, Stage{"storage", Storage}, Stage{"c", revRecorder{&revs}})
+	ctx := context.Background()
+	req := &Request{Resource: cms, Operation: admissionv1.Delete, Namespace: "ns"}
+	deleted, err := p.DeleteCollection(ctx, store, "ns/", storage.ListOptions{}, req, strategy.Deletion{Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deleted.Items) != 0 || len(revs) != 0 {
+		t.Errorf("empty collection: deleted %d, committed revisions %v, want none", len(deleted.Items), revs)
+	}
+	for _, name := range []string{"a", "b"} {
+		obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns"}}
+		if _, err := p.Create(ctx, store, "ns/"+name, &Request{Resource: cms, Operation: admissionv1.Create, Namespace: "ns", Name: name, Object: obj}, encodeJSON(&trace)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	revs = nil
+	deleted, err = p.DeleteCollection(ctx, store, "ns/", storage.ListOptions{}, req, strategy.Deletion{Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deleted.Items) != 2 || !slices.Equal(revs, []uint64{deleted.Items[1].ResourceVersion()}) {
+		t.Errorf("deleted %d, committed revisions %v, want 2 and the last deletion's", len(deleted.Items), revs)
+	}
+}
+
+// revRecorder is a committed stage that records the revisions it is told.
+type revRecorder struct{ revs *[]uint64 }
+
+func (r revRecorder) Committed(_ context.Context, _ *resource.Resource, rv uint64) {
+	*r.revs = append(*r.revs, rv)
+}
+
 // TestStagesOutOfPlace: New refuses a list whose stages are not in the
 // pipeline's phases' order.
 func TestStagesOutOfPlace(t *testing.T) {
