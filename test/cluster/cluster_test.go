@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -56,9 +57,18 @@ type cluster struct {
 }
 
 // startCluster starts server and the components in a temporary directory;
-// everything stops when t ends.
+// everything stops when t ends, and the directory, with the components'
+// logs, is removed unless t failed.
 func startCluster(t *testing.T, server apiServer) *cluster {
-	dir := t.TempDir()
+	dir, err := os.MkdirTemp("", "cluster-"+server.name+"-")
+	check(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs kept in %s", dir)
+		} else {
+			os.RemoveAll(dir)
+		}
+	})
 	c := &cluster{dir: dir, pki: newPKI(t, dir)}
 	writeFile(t, c.pki.path("tokens.csv"), adminToken+",admin,admin-uid,system:masters\n")
 	start := time.Now()
