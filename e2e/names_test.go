@@ -11,7 +11,8 @@ import (
 // takes, and kube-apiserver 1.37's message ("" for a name it takes): most
 // kinds' names are DNS-1123 subdomains, namespaces', services' and
 // statefulsets' DNS-1123 labels, and RBAC kinds', PodDisruptionBudgets',
-// core/v1 Events' and CertificateSigningRequests' path segments.
+// core/v1 Events' and CertificateSigningRequests' path segments, and
+// ClusterTrustBundles' prefixed by their signer's name.
 var kubeNameRules = []struct {
 	path, kind, apiVersion, name, extra, message string
 }{
@@ -30,7 +31,31 @@ var kubeNameRules = []struct {
 	{"/api/v1/namespaces/{ns}/configmaps", "ConfigMap", "v1", "a:b", "",
 		`ConfigMap "a:b" is invalid: metadata.name: Invalid value: "a:b": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
 	{"/api/v1/namespaces/{ns}/configmaps", "ConfigMap", "v1", "a.b", "", ""},
+	{"/apis/certificates.k8s.io/v1/clustertrustbundles", "ClusterTrustBundle", "certificates.k8s.io/v1", "example.com:s:abc", `"spec":{"signerName":"example.com/s","trustBundle":` + ctbPEM + `}`,
+		``},
+	{"/apis/certificates.k8s.io/v1/clustertrustbundles", "ClusterTrustBundle", "certificates.k8s.io/v1", "abc", `"spec":{"trustBundle":` + ctbPEM + `}`,
+		``},
+	{"/apis/certificates.k8s.io/v1/clustertrustbundles", "ClusterTrustBundle", "certificates.k8s.io/v1", "a:b", `"spec":{"trustBundle":` + ctbPEM + `}`,
+		`ClusterTrustBundle.certificates.k8s.io "a:b" is invalid: metadata.name: Invalid value: "a:b": ClusterTrustBundle without signer name must not have ":" in its name`},
+	{"/apis/certificates.k8s.io/v1/clustertrustbundles", "ClusterTrustBundle", "certificates.k8s.io/v1", "other:abc", `"spec":{"signerName":"example.com/s","trustBundle":` + ctbPEM + `}`,
+		`ClusterTrustBundle.certificates.k8s.io "other:abc" is invalid: metadata.name: Invalid value: "other:abc": ClusterTrustBundle for signerName example.com/s must be named with prefix example.com:s:`},
+	{"/apis/certificates.k8s.io/v1/clustertrustbundles", "ClusterTrustBundle", "certificates.k8s.io/v1", "example.com:s:A_B", `"spec":{"signerName":"example.com/s","trustBundle":` + ctbPEM + `}`,
+		`ClusterTrustBundle.certificates.k8s.io "example.com:s:A_B" is invalid: metadata.name: Invalid value: "example.com:s:A_B": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
 }
+
+// ctbPEM is a CA certificate as a JSON string, a trust bundle that
+// kube-apiserver takes.
+var ctbPEM = jsonString(`-----BEGIN CERTIFICATE-----
+MIIBfDCCASOgAwIBAgIUflE2wabOu4aQWQui8Qc8KcOnspswCgYIKoZIzj0EAwIw
+EzERMA8GA1UEAwwIY3RiLXRlc3QwIBcNMjYxMTI4MDIzNTE2WhgPMjEyNjExMDQw
+MjM1MTZaMBMxETAPBgNVBAMMCGN0Yi10ZXN0MFkwEwYHKoZIzj0CAQYIKoZIzj0D
+AQcDQgAEDSYjcZeetiBMIRsICBW+Pdnl8Ss7cGbp9Xb1xanmwnX0JBS1d8xQAYv0
+/YFSMBB/QDyUUmyAgsyIaCdqVutGTaNTMFEwHQYDVR0OBBYEFHa/RU6skQ4uIKcW
+GHHwAF38c/7/MB8GA1UdIwQYMBaAFHa/RU6skQ4uIKcWGHHwAF38c/7/MA8GA1Ud
+EwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDRwAwRAIgZvChNSFBFQVNsRUqbWErnvJT
+Yj96GeIc7td0hOSxXfMCIHAM7gAIJrOciAEnSwvxazDJN6Q1moF80FDUGCA2lppr
+-----END CERTIFICATE-----
+`)
 
 // TestNameRules: each kind's names are checked by its kind's rule, as
 // kube-apiserver's validation of that kind does.

@@ -97,10 +97,10 @@ func checkIdentity(meta map[string]any, req *request) *apierrors.StatusError {
 	return nil
 }
 
-// validateName applies the naming rule of the object's kind
-// (resource.NameRule): a DNS-1123 subdomain, label or path segment.
-func validateName(res *resource.Resource, name string) *apierrors.StatusError {
-	if problems := res.NameRule().Check(name); len(problems) > 0 {
+// validateName applies the naming rule of obj's kind (resource.NameRule):
+// a DNS-1123 subdomain, label or path segment, or a signer's prefix.
+func validateName(res *resource.Resource, name string, obj map[string]any) *apierrors.StatusError {
+	if problems := res.NameRule().Check(name, obj); len(problems) > 0 {
 		return invalidObject(res, name, field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), name, strings.Join(problems, "; "))})
 	}
 	return nil
@@ -134,7 +134,7 @@ func prepareCreate(obj map[string]any, req *request) (string, *apierrors.StatusE
 		name = generate + randomSuffix()
 		meta["name"] = name
 	}
-	if err := validateName(req.res, name); err != nil {
+	if err := validateName(req.res, name, obj); err != nil {
 		return "", err
 	}
 	meta["uid"] = string(uuid.NewUUID())
