@@ -72,6 +72,9 @@ func parseFlagsAs(name string, args []string) (app.Config, error) {
 		return nil
 	})
 	fs.DurationVar(&c.ResourceQuotaSyncPeriod, "resource-quota-sync-period", 5*time.Minute, "how often the quota controller recomputes every ResourceQuota's usage")
+	fs.StringVar(&c.ClusterSigningCertFile, "cluster-signing-cert-file", "", "CA certificate (PEM) that signs approved CertificateSigningRequests, as kube-controller-manager's flag (empty: the generated CA)")
+	fs.StringVar(&c.ClusterSigningKeyFile, "cluster-signing-key-file", "", "key of --cluster-signing-cert-file")
+	fs.DurationVar(&c.ClusterSigningDuration, "cluster-signing-duration", 365*24*time.Hour, "longest validity of a signed certificate; a CertificateSigningRequest's spec.expirationSeconds may ask for less")
 	fs.StringVar(&c.ResourcesFile, "resources", "", "YAML file of custom resources to serve")
 	fs.BoolVar(&c.WatchCache, "watch-cache", true, "serve reads from a watch cache in front of etcd")
 	fs.DurationVar(&c.WatchCacheHistoryWindow, "watch-cache-history-window", 75*time.Second, "how far back the watch cache keeps events and snapshots for watches and exact-revision lists")

@@ -22,6 +22,7 @@ func addSecurityFlags(fs *flag.FlagSet, c *app.Config) {
 	})
 	fs.BoolVar(&c.AnonymousAuth, "anonymous-auth", true, "serve requests without credentials as system:anonymous (group system:unauthenticated), which RBAC lets reach only /version and the health checks")
 	fs.StringVar(&c.TokenAuthFile, "token-auth-file", "", "static bearer tokens, one per line: token,user,uid[,\"group1,group2\"]")
+	fs.BoolVar(&c.EnableBootstrapTokenAuth, "enable-bootstrap-token-auth", false, "accept bootstrap tokens <id>.<secret> of bootstrap.kubernetes.io/token Secrets bootstrap-token-<id> in kube-system, as user system:bootstrap:<id> in group system:bootstrappers, for kubelets' TLS bootstrap")
 	fs.StringVar(&c.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "", "private key (PEM) that signs ServiceAccount tokens (default: <data-dir>/pki/sa.key, generated)")
 	fs.Func("service-account-key-file", "public or private key (PEM) that verifies ServiceAccount tokens besides the signing key (repeatable)", listFlag(&c.ServiceAccountKeyFiles))
 	fs.Func("service-account-issuer", "issuer of ServiceAccount tokens; the first issues, all are accepted (repeatable; default https://kubernetes.default.svc.cluster.local)", listFlag(&c.ServiceAccountIssuers))

@@ -194,6 +194,16 @@ type Config struct {
 	// every quota (--resource-quota-sync-period; 0: kube-controller-manager's
 	// 5 min).
 	ResourceQuotaSyncPeriod time.Duration
+	// ClusterSigningCertFile and ClusterSigningKeyFile are the CA that
+	// signs approved CertificateSigningRequests (kube-controller-manager's
+	// --cluster-signing-cert-file and --cluster-signing-key-file; empty:
+	// the generated CA); ClusterSigningDuration the longest validity it
+	// gives (0: a year).
+	ClusterSigningCertFile, ClusterSigningKeyFile string
+	ClusterSigningDuration                        time.Duration
+	// EnableBootstrapTokenAuth accepts bootstrap tokens
+	// (--enable-bootstrap-token-auth).
+	EnableBootstrapTokenAuth bool
 
 	// AuthorizationModes are the authorizers, asked in order (RBAC,
 	// AlwaysAllow, AlwaysDeny; empty: RBAC).
@@ -440,7 +450,7 @@ func Start(cfg Config) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := a.startControllerManager(ctx, cfg, registry, rootCA, promRegistry); err != nil {
+	if err := a.startControllerManager(ctx, cfg, registry, rootCA, a.certificateControllers(cfg, registry, sec.authz), promRegistry); err != nil {
 		return nil, err
 	}
 	crds := &crdcontroller.CRDs{Registry: registry, Log: cfg.Log, StopStore: a.stopStore,
@@ -501,7 +511,8 @@ const controllerManagerLease = "watchcache-controller-manager"
 // startControllerManager starts the controllers of kube-controller-manager's
 // role: at once, or, with cfg.LeaderElect, whenever this server holds the
 // Lease. The gauge watchcache_leader says whether they run here.
-func (a *App) startControllerManager(ctx context.Context, cfg Config, registry *resource.Registry, rootCA []byte, prom *prometheus.Registry) error {
+func (a *App) startControllerManager(ctx context.Context, cfg Config, registry *resource.Registry, rootCA []byte, others []controller.Named,
+	prom *prometheus.Registry) error {
 	selection, err := controller.ParseControllers(cfg.Controllers)
 	if err != nil {
 		return fmt.Errorf("--controllers: %w", err)
@@ -510,7 +521,7 @@ func (a *App) startControllerManager(ctx context.Context, cfg Config, registry *
 		cfg.Log.Info("--controllers: watchcache does not run these kube-controller-manager controllers; run kube-controller-manager for them", "controllers", left)
 	}
 	manager := controller.Manager{Registry: registry, RootCA: rootCA, NodePorts: a.nodePorts, Controllers: selection,
-		QuotaResync: cfg.ResourceQuotaSyncPeriod, Log: cfg.Log}
+		QuotaResync: cfg.ResourceQuotaSyncPeriod, Others: others, Log: cfg.Log}
 	running := func() float64 { return 1 }
 	if cfg.LeaderElect {
 		leases := registry.Lookup("coordination.k8s.io", "v1", "leases")

@@ -1,6 +1,7 @@
 // The request authenticator built from the configuration: client
-// certificates, --token-auth-file, ServiceAccount tokens (the account looked
-// up in the ServiceAccounts' watch cache), anonymous requests.
+// certificates, --token-auth-file, bootstrap tokens (their Secrets looked
+// up in the Secrets' watch cache), ServiceAccount tokens (the account
+// looked up in the ServiceAccounts' watch cache), anonymous requests.
 
 package app
 
@@ -14,9 +15,10 @@ import (
 )
 
 // newAuthentication builds the request authenticator from cfg: client
-// certificates of clientCAs, the static token file, ServiceAccount tokens
-// (checked against serviceAccounts' cache) and anonymous requests.
-func newAuthentication(cfg Config, clientCAs *x509.CertPool, serviceAccounts storage.Interface) (*authn.Authenticator, *authn.ServiceAccounts, error) {
+// certificates of clientCAs, the static token file, bootstrap tokens (if
+// bootstrap is not nil), ServiceAccount tokens (checked against
+// serviceAccounts' cache) and anonymous requests.
+func newAuthentication(cfg Config, clientCAs *x509.CertPool, serviceAccounts storage.Interface, bootstrap *authn.BootstrapTokens) (*authn.Authenticator, *authn.ServiceAccounts, error) {
 	var tokens *authn.TokenFile
 	if cfg.TokenAuthFile != "" {
 		var err error
@@ -32,7 +34,8 @@ func newAuthentication(cfg Config, clientCAs *x509.CertPool, serviceAccounts sto
 	if err != nil {
 		return nil, nil, fmt.Errorf("ServiceAccount tokens: %w", err)
 	}
-	return authn.New(authn.Config{X509: authn.NewX509(clientCAs), Tokens: tokens, ServiceAccounts: sa, Anonymous: cfg.AnonymousAuth}), sa, nil
+	return authn.New(authn.Config{X509: authn.NewX509(clientCAs), Tokens: tokens, ServiceAccounts: sa, BootstrapTokens: bootstrap,
+		Anonymous: cfg.AnonymousAuth}), sa, nil
 }
 
 // serviceAccountUID looks a ServiceAccount up in its watch cache: for

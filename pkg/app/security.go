@@ -41,7 +41,12 @@ func (a *App) startSecurity(ctx context.Context, cfg Config, registry *resource.
 		return nil, err
 	}
 	serviceAccounts := registry.Lookup("", "v1", "serviceaccounts")
-	authenticator, sa, err := newAuthentication(cfg, a.ClientCAs, registry.Store(serviceAccounts))
+	var bootstrap *authn.BootstrapTokens
+	if cfg.EnableBootstrapTokenAuth {
+		secrets := registry.Lookup("", "v1", "secrets")
+		bootstrap = &authn.BootstrapTokens{Secrets: registry.Store(secrets), SecretKey: secrets.Key}
+	}
+	authenticator, sa, err := newAuthentication(cfg, a.ClientCAs, registry.Store(serviceAccounts), bootstrap)
 	if err != nil {
 		return nil, err
 	}

@@ -50,7 +50,18 @@ type Manager struct {
 	// QuotaResync is the quota controller's full recomputation period (0:
 	// DefaultQuotaResync).
 	QuotaResync time.Duration
-	Log         *slog.Logger
+	// Others are the controllers of other packages (package
+	// certificates'), run as Controllers selects them.
+	Others []Named
+	Log    *slog.Logger
+}
+
+// Named is a controller of kube-controller-manager's role kept in another
+// package, by kube-controller-manager's name. Run runs it until ctx ends;
+// it may be called again after it returned.
+type Named struct {
+	Name string
+	Run  func(ctx context.Context)
 }
 
 // Run runs the controllers until ctx ends and returns once their workers
@@ -72,6 +83,11 @@ func (m Manager) Run(ctx context.Context) {
 	if on(ResourceQuotaController) {
 		quotas := &Quotas{Registry: m.Registry, Resync: m.QuotaResync, Log: m.Log}
 		wg.Go(func() { quotas.Run(ctx) })
+	}
+	for _, o := range m.Others {
+		if on(o.Name) {
+			wg.Go(func() { o.Run(ctx) })
+		}
 	}
 	wg.Go(func() { repair(ctx, "cluster IP", (&servicenet.Allocator{Registry: m.Registry}).Repair, m.Log) })
 	if m.NodePorts != nil {

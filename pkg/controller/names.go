@@ -14,13 +14,17 @@ const (
 	RootCACertificatePublisherController = "root-ca-certificate-publisher-controller"
 	GarbageCollectorController           = "garbage-collector-controller"
 	ResourceQuotaController              = "resourcequota-controller"
+	CSRSigningController                 = "certificatesigningrequest-signing-controller"
+	CSRApprovingController               = "certificatesigningrequest-approving-controller"
+	CSRCleanerController                 = "certificatesigningrequest-cleaner-controller"
+	TokenCleanerController               = "token-cleaner-controller"
 )
 
 // Implemented are the controllers Manager runs, by kube-controller-manager's
 // names. The cluster IP repair (kube-apiserver's) is none of them: it
 // always runs.
 var Implemented = []string{NamespaceController, ServiceAccountController, RootCACertificatePublisherController, GarbageCollectorController,
-	ResourceQuotaController}
+	ResourceQuotaController, CSRSigningController, CSRApprovingController, CSRCleanerController, TokenCleanerController}
 
 // kcmControllers are kube-controller-manager 1.37's controllers, canonical
 // name to its aliases (the old short names it still accepts).
@@ -43,12 +47,12 @@ var kcmControllers = map[string][]string{
 	"disruption-controller":                                          {"disruption"},
 	"statefulset-controller":                                         {"statefulset"},
 	"cronjob-controller":                                             {"cronjob"},
-	"certificatesigningrequest-signing-controller":                   {"csrsigning"},
-	"certificatesigningrequest-approving-controller":                 {"csrapproving"},
-	"certificatesigningrequest-cleaner-controller":                   {"csrcleaner"},
+	CSRSigningController:                                             {"csrsigning"},
+	CSRApprovingController:                                           {"csrapproving"},
+	CSRCleanerController:                                             {"csrcleaner"},
 	"ttl-controller":                                                 {"ttl"},
 	"bootstrap-signer-controller":                                    {"bootstrapsigner"},
-	"token-cleaner-controller":                                       {"tokencleaner"},
+	TokenCleanerController:                                           {"tokencleaner"},
 	"node-ipam-controller":                                           {"nodeipam"},
 	"node-lifecycle-controller":                                      {"nodelifecycle"},
 	"taint-eviction-controller":                                      nil,
@@ -78,7 +82,7 @@ var kcmControllers = map[string][]string{
 }
 
 // kcmDisabledByDefault are the controllers "*" leaves off.
-var kcmDisabledByDefault = []string{"bootstrap-signer-controller", "token-cleaner-controller", "selinux-warning-controller"}
+var kcmDisabledByDefault = []string{"bootstrap-signer-controller", TokenCleanerController, "selinux-warning-controller"}
 
 // kcmAliases maps each alias to its canonical name.
 var kcmAliases = func() map[string]string {

@@ -202,3 +202,15 @@ func CertPool(file string) (*x509.CertPool, error) {
 	}
 	return pool, nil
 }
+
+// LoadCA reads a CA's certificate and private key (PEM; the key PKCS #8,
+// PKCS #1 or SEC 1), for signing others' certificates: the generated CA,
+// or kube-controller-manager's --cluster-signing-cert-file and
+// --cluster-signing-key-file.
+func LoadCA(certFile, keyFile string) (*x509.Certificate, crypto.Signer, error) {
+	kp, err := readKeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	return kp.cert, kp.key, nil
+}

@@ -112,6 +112,11 @@ func checkCSRRequest(v any) error {
 // holds it (base64 of PEM), checking its signature.
 func ParseCSR(v any) (*x509.CertificateRequest, error) {
 	data, _ := pemBytes(v)
+	return ParseCSRPEM(data)
+}
+
+// ParseCSRPEM parses a PEM CERTIFICATE REQUEST, checking its signature.
+func ParseCSRPEM(data []byte) (*x509.CertificateRequest, error) {
 	block, _ := pem.Decode(data)
 	if block == nil || block.Type != "CERTIFICATE REQUEST" {
 		return nil, errors.New("PEM block type must be CERTIFICATE REQUEST")

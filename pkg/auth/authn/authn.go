@@ -1,6 +1,7 @@
 // Package authn authenticates requests as kube-apiserver does: client
-// certificates, then bearer tokens (the static token file, then
-// ServiceAccount JWTs), then, with no credentials at all, anonymous.
+// certificates, then bearer tokens (the static token file, bootstrap
+// tokens, then ServiceAccount JWTs), then, with no credentials at all,
+// anonymous.
 //
 // Credentials that are presented but fail are a 401 even when anonymous
 // requests are allowed: a bad token is never taken for no token.
@@ -27,6 +28,9 @@ type Config struct {
 	Tokens *TokenFile
 	// ServiceAccounts verifies ServiceAccount tokens; nil refuses them.
 	ServiceAccounts *ServiceAccounts
+	// BootstrapTokens verifies bootstrap tokens
+	// (--enable-bootstrap-token-auth); nil refuses them.
+	BootstrapTokens *BootstrapTokens
 	// Anonymous serves requests without credentials as system:anonymous.
 	Anonymous bool
 }
@@ -87,7 +91,8 @@ func (a *Authenticator) AuthenticateToken(ctx context.Context, token string, aud
 	return u, auds, true, nil
 }
 
-// authenticateToken tries the static tokens, then ServiceAccount tokens.
+// authenticateToken tries the static tokens, then bootstrap tokens, then
+// ServiceAccount tokens.
 func (a *Authenticator) authenticateToken(ctx context.Context, token string, audiences []string) (*user.Info, []string, error) {
 	if a.cfg.ServiceAccounts != nil && len(audiences) == 0 {
 		audiences = a.cfg.ServiceAccounts.apiAudiences
@@ -96,6 +101,16 @@ func (a *Authenticator) authenticateToken(ctx context.Context, token string, aud
 		// Static tokens are good for every API audience (kube-apiserver's
 		// audience-agnostic authenticators).
 		return withAuthenticated(u), audiences, nil
+	}
+	if a.cfg.BootstrapTokens != nil {
+		// Good for every API audience, as static tokens.
+		u, err := a.cfg.BootstrapTokens.Authenticate(ctx, token)
+		if err == nil {
+			return withAuthenticated(u), audiences, nil
+		}
+		if err != errNotBootstrapToken {
+			return nil, nil, err
+		}
 	}
 	if a.cfg.ServiceAccounts != nil && looksLikeJWT(token) {
 		u, auds, err := a.cfg.ServiceAccounts.Authenticate(ctx, token, audiences)
