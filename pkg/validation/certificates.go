@@ -1,10 +1,11 @@
-// A CertificateSigningRequest's validation, kube-apiserver 1.37's: the
-// request, usages, signer name and duration; the conditions (Approved,
-// Denied and Failed are only ever True, never duplicated, never removed,
-// Approved and Denied not both); the certificate (PEM CERTIFICATE blocks,
-// set once); and what each way of writing may change (Approved and Denied
-// only through /approval). The messages are recorded from kube-apiserver
-// in pkg/app's TestCSRAPI.
+// The validation of certificates.k8s.io's kinds, kube-apiserver 1.37's. A
+// CertificateSigningRequest's: the request, usages, signer name and
+// duration; the conditions (Approved, Denied and Failed are only ever
+// True, never duplicated, never removed, Approved and Denied not both);
+// the certificate (PEM CERTIFICATE blocks, set once); and what each way of
+// writing may change (Approved and Denied only through /approval). A
+// ClusterTrustBundle's name, signer and anchors. The messages are
+// recorded from kube-apiserver in pkg/app's certificates_test.go.
 
 package validation
 
@@ -29,6 +30,10 @@ var (
 	csrChecks         = []Check{{Object: csrObject}, {Update: csrUpdate(false)}, {Object: csrApprovedOrDenied}}
 	csrApprovalChecks = []Check{{Object: csrObject}, {Update: csrUpdate(true)}, {Object: csrApprovedOrDenied}}
 )
+
+// ctbChecks are a ClusterTrustBundle's checks: its name (the signer's
+// prefix), its signer and its trust anchors.
+var ctbChecks = []Check{{Object: ctbObject}}
 
 // subresourceKinds are the checks of writes through a subresource, by
 // "group/Kind/subresource"; a subresource not here is not validated.
@@ -260,6 +265,53 @@ func csrConditionsOf(status map[string]any, t string) []any {
 		}
 	}
 	return out
+}
+
+// ctbObject checks a ClusterTrustBundle: named "<signer, / as :>:<DNS
+// subdomain>" when it names a signer, else a DNS subdomain without ":";
+// a valid signer name; at least one PEM certificate. Deliberate
+// difference: the anchors are not checked further (CA, block types).
+func ctbObject(_ *field.Path, obj map[string]any) field.ErrorList {
+	meta, _ := obj["metadata"].(map[string]any)
+	spec, _ := obj["spec"].(map[string]any)
+	name, _ := meta["name"].(string)
+	signer, _ := spec["signerName"].(string)
+	namePath := field.NewPath("metadata", "name")
+	var errs field.ErrorList
+	if signer == "" {
+		if strings.Contains(name, ":") {
+			errs = append(errs, field.Invalid(namePath, name, `ClusterTrustBundle without signer name must not have ":" in its name`))
+		} else {
+			errs = append(errs, messages(namePath, name, utilvalidation.IsDNS1123Subdomain(name))...)
+		}
+	} else if prefix := strings.ReplaceAll(signer, "/", ":") + ":"; !strings.HasPrefix(name, prefix) {
+		errs = append(errs, field.Invalid(namePath, name, fmt.Sprintf("ClusterTrustBundle for signerName %s must be named with prefix %s", signer, prefix)))
+	} else {
+		errs = append(errs, messages(namePath, name, utilvalidation.IsDNS1123Subdomain(strings.TrimPrefix(name, prefix)))...)
+	}
+	if signer != "" {
+		errs = append(errs, SignerName(field.NewPath("spec", "signerName"), signer)...)
+	}
+	bundle, _ := spec["trustBundle"].(string)
+	if !hasCertificate([]byte(bundle)) {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "trustBundle"), "<value omitted>", "at least one trust anchor must be provided"))
+	}
+	return errs
+}
+
+// hasCertificate reports whether a PEM bundle holds a certificate that
+// parses.
+func hasCertificate(data []byte) bool {
+	for {
+		block, rest := pem.Decode(data)
+		if block == nil {
+			return false
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); block.Type == "CERTIFICATE" && err == nil {
+			return true
+		}
+		data = rest
+	}
 }
 
 // SignerName checks a signer name as kube-apiserver does: a domain of at

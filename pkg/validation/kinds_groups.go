@@ -54,6 +54,7 @@ var groupKinds = map[string][]Check{
 		{Path: "spec.maxReplicas", Test: hpaMaxReplicas},
 	},
 	"certificates.k8s.io/CertificateSigningRequest": csrChecks,
+	"certificates.k8s.io/ClusterTrustBundle":        ctbChecks,
 	"node.k8s.io/RuntimeClass":                      {required("handler")},
 	"storage.k8s.io/CSIDriver": {
 		oneOf("spec.fsGroupPolicy", "File", "None", "ReadWriteOnceWithFSType"),
