@@ -272,23 +272,9 @@ func csrConditionsOf(status map[string]any, t string) []any {
 // a valid signer name; at least one PEM certificate. Deliberate
 // difference: the anchors are not checked further (CA, block types).
 func ctbObject(_ *field.Path, obj map[string]any) field.ErrorList {
-	meta, _ := obj["metadata"].(map[string]any)
 	spec, _ := obj["spec"].(map[string]any)
-	name, _ := meta["name"].(string)
 	signer, _ := spec["signerName"].(string)
-	namePath := field.NewPath("metadata", "name")
 	var errs field.ErrorList
-	if signer == "" {
-		if strings.Contains(name, ":") {
-			errs = append(errs, field.Invalid(namePath, name, `ClusterTrustBundle without signer name must not have ":" in its name`))
-		} else {
-			errs = append(errs, messages(namePath, name, utilvalidation.IsDNS1123Subdomain(name))...)
-		}
-	} else if prefix := strings.ReplaceAll(signer, "/", ":") + ":"; !strings.HasPrefix(name, prefix) {
-		errs = append(errs, field.Invalid(namePath, name, fmt.Sprintf("ClusterTrustBundle for signerName %s must be named with prefix %s", signer, prefix)))
-	} else {
-		errs = append(errs, messages(namePath, name, utilvalidation.IsDNS1123Subdomain(strings.TrimPrefix(name, prefix)))...)
-	}
 	if signer != "" {
 		errs = append(errs, SignerName(field.NewPath("spec", "signerName"), signer)...)
 	}
