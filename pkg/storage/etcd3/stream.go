@@ -213,13 +213,13 @@ var rangeStreamCallOptions = []grpc.CallOption{grpc.WaitForReady(true), grpc.Max
 // decode builds the records of one chunk's key-values and keeps those the
 // selectors match; it moves c.from past the chunk.
 func (c *chunkReader) decode(kvs []*mvccpb.KeyValue) ([]*object.Object, error) {
+	objs, err := c.store.decodeKVs(kvs)
+	if err != nil {
+		return nil, err
+	}
 	var items []*object.Object
-	for _, kv := range kvs {
-		obj, err := c.store.decodeKV(kv.Key, kv.Value, kv.ModRevision)
-		if err != nil {
-			return nil, err
-		}
-		c.bytes += len(kv.Value)
+	for i, obj := range objs {
+		c.bytes += len(kvs[i].Value)
 		if c.opts.Matches(obj) {
 			items = append(items, obj)
 		}
