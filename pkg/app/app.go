@@ -450,7 +450,11 @@ func Start(cfg Config) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := a.startControllerManager(ctx, cfg, registry, rootCA, a.certificateControllers(cfg, registry, sec.authz), promRegistry); err != nil {
+	certs, err := a.certificateControllers(cfg, registry, sec.authz)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.startControllerManager(ctx, cfg, registry, rootCA, certs, promRegistry); err != nil {
 		return nil, err
 	}
 	crds := &crdcontroller.CRDs{Registry: registry, Log: cfg.Log, StopStore: a.stopStore,

@@ -6,6 +6,8 @@ package app
 
 import (
 	"crypto/x509"
+	"errors"
+	"fmt"
 
 	"github.com/watchcache/watchcache/pkg/auth/authorizer"
 	"github.com/watchcache/watchcache/pkg/controller"
@@ -15,14 +17,23 @@ import (
 )
 
 // certificateControllers are the signer, approver, request cleaner and
-// token cleaner. It warns when the signing CA is not among the client
-// CAs: the client certificates it signs would not authenticate here.
-func (a *App) certificateControllers(cfg Config, registry *resource.Registry, z authorizer.Authorizer) []controller.Named {
+// token cleaner. A signing CA given that cannot be read refuses the start
+// (kube-controller-manager does not start then either); one that is not a
+// client CA is warned about: the client certificates it signs would not
+// authenticate here.
+func (a *App) certificateControllers(cfg Config, registry *resource.Registry, z authorizer.Authorizer) ([]controller.Named, error) {
 	signer := &certificates.Signer{Registry: registry, CACert: a.PKI.CACert, CAKey: a.PKI.CAKey, Duration: cfg.ClusterSigningDuration, Log: cfg.Log}
+	if (cfg.ClusterSigningCertFile == "") != (cfg.ClusterSigningKeyFile == "") {
+		return nil, errors.New("--cluster-signing-cert-file and --cluster-signing-key-file go together")
+	}
 	if cfg.ClusterSigningCertFile != "" {
 		signer.CACert, signer.CAKey = cfg.ClusterSigningCertFile, cfg.ClusterSigningKeyFile
 	}
-	if ca, _, err := pki.LoadCA(signer.CACert, signer.CAKey); err == nil && !trustedCA(ca, a.ClientCAs) {
+	ca, _, err := pki.LoadCA(signer.CACert, signer.CAKey)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster-signing-cert-file: %w", err)
+	}
+	if !trustedCA(ca, a.ClientCAs) {
 		cfg.Log.Warn("the CA signing CertificateSigningRequests is not a client CA: the client certificates it signs will not authenticate "+
 			"(add it to --client-ca-file)", "cluster-signing-cert-file", signer.CACert)
 	}
@@ -34,7 +45,7 @@ func (a *App) certificateControllers(cfg Config, registry *resource.Registry, z 
 		{Name: controller.CSRApprovingController, Run: approver.Run},
 		{Name: controller.CSRCleanerController, Run: cleaner.Run},
 		{Name: controller.TokenCleanerController, Run: tokens.Run},
-	}
+	}, nil
 }
 
 // trustedCA reports whether ca itself verifies against pool.

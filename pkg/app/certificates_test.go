@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/watchcache/watchcache/pkg/pki"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -142,6 +143,23 @@ func TestCSRAPI(t *testing.T) {
 	if want := `Error from server (Forbidden): certificatesigningrequests.certificates.k8s.io "alice" is forbidden: ` +
 		`user not permitted to approve requests with signerName "example.com/signer"`; err == nil || out != want {
 		t.Errorf("bob approves: %v %q, want %q", err, out, want)
+	}
+	// approve on the signer's domain ("example.com/*") is enough, and
+	// kubectl certificate deny goes through /approval too.
+	approver := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "example-approver"}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{"certificates.k8s.io"},
+		Verbs: []string{"approve"}, Resources: []string{"signers"}, ResourceNames: []string{"example.com/*"}}}}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, approver, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding.Name, binding.RoleRef.Name = "example-approver", "example-approver"
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := csrs.Create(ctx, csrObject("denied", "example.com/signer", request, "client auth"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runKubectl(t, a.Kubeconfig, "certificate", "deny", "denied", "--as", "bob"); err != nil {
+		t.Errorf("bob denies with approve on example.com/*: %v %s", err, out)
 	}
 	invalid := func(details string) string {
 		return `CertificateSigningRequest.certificates.k8s.io "alice" is invalid: ` + details
@@ -459,5 +477,62 @@ func TestNodeTLSBootstrap(t *testing.T) {
 	}
 	if _, err := secrets.Get(ctx, "bootstrap-token-abcdef", metav1.GetOptions{}); err != nil {
 		t.Errorf("a token that has not expired: %v", err)
+	}
+}
+
+// TestClusterSigningCA: --cluster-signing-cert-file and -key-file go
+// together and must be readable; a CA of one's own signs (a warning says
+// that its certificates do not authenticate unless --client-ca-file has
+// it).
+func TestClusterSigningCA(t *testing.T) {
+	other, err := pki.Ensure(t.TempDir(), []string{"localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cert, key, want string
+	}{
+		{other.CACert, "", "--cluster-signing-cert-file and --cluster-signing-key-file go together"},
+		{other.CACert, other.CACert + ".missing", "--cluster-signing-cert-file: open " + other.CACert + ".missing"},
+	} {
+		a, err := Start(Config{DataDir: t.TempDir(), EtcdUnsafeNoFsync: true, ClusterSigningCertFile: tc.cert, ClusterSigningKeyFile: tc.key,
+			Log: slog.New(slog.DiscardHandler)})
+		if err == nil {
+			a.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q %q: %v, want %q", tc.cert, tc.key, err, tc.want)
+		}
+	}
+	var logs lockedBuffer
+	a, err := Start(Config{DataDir: t.TempDir(), EtcdPrefix: "/registry", EtcdUnsafeNoFsync: true, WatchCache: true,
+		ConsistentListFromCache: true, ConsistentGetFromCache: true, ClusterSigningCertFile: other.CACert, ClusterSigningKeyFile: other.CAKey,
+		Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	if !strings.Contains(logs.String(), "the CA signing CertificateSigningRequests is not a client CA") {
+		t.Errorf("no warning in the log:\n%s", logs.String())
+	}
+	_, cs := adminClient(t, a)
+	_, request := newCSR(t, pkix.Name{CommonName: "alice"})
+	if _, err := cs.CertificatesV1().CertificateSigningRequests().Create(context.Background(),
+		csrObject("alice", "kubernetes.io/kube-apiserver-client", request, "client auth"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	approve(t, cs, "alice")
+	csr := waitForCertificate(t, cs, "alice", 5*time.Second)
+	block, _ := pem.Decode(csr.Status.Certificate)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots, err := pki.CertPool(other.CACert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("not signed by --cluster-signing-cert-file: %v", err)
 	}
 }

@@ -58,9 +58,8 @@ type Signer struct {
 	key  crypto.Signer
 }
 
-// Run signs requests until ctx ends. A CA that cannot be read is logged
-// and nothing is signed, as kube-controller-manager does not start the
-// controller then.
+// Run signs requests until ctx ends. A CA that cannot be read (the
+// server checks it at start) is logged and nothing is signed.
 func (s *Signer) Run(ctx context.Context) {
 	cert, key, err := pki.LoadCA(s.CACert, s.CAKey)
 	if err != nil {
