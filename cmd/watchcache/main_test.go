@@ -143,7 +143,7 @@ func TestControllersFlag(t *testing.T) {
 		{args: []string{"--controllers=namespace", "--controllers", "root-ca-cert-publisher"}, on: []string{ns, rootCA}},
 		// kube-controller-manager's own: accepted; those named on are left to it.
 		{args: []string{"--controllers=*,-namespace-controller,-garbage-collector-controller,-serviceaccount-controller,-root-ca-certificate-publisher-controller,bootstrapsigner,tokencleaner,-ttl"},
-			notImplemented: "bootstrap-signer-controller token-cleaner-controller"},
+			notImplemented: "bootstrap-signer-controller"},
 		{args: []string{"--controllers=deployment,-job-controller,selinux-warning-controller"}, notImplemented: "deployment-controller selinux-warning-controller"},
 		{args: []string{"--controllers=*,nosuch"}, err: `--controllers: "nosuch" is not in the list of known controllers`},
 		{args: []string{"--controllers=-namespaces"}, err: `--controllers: "namespaces" is not in the list of known controllers`},
@@ -179,7 +179,8 @@ func TestControllersFlag(t *testing.T) {
 	}
 	// "*" leaves kube-controller-manager's off-by-default controllers off.
 	sel, _ := controller.ParseControllers(nil)
-	if sel.Enabled("bootstrap-signer-controller") || !sel.Enabled("deployment-controller") || len(sel.NotImplemented()) != 0 {
+	if sel.Enabled("bootstrap-signer-controller") || sel.Enabled(controller.TokenCleanerController) || !sel.Enabled("deployment-controller") ||
+		!sel.Enabled(controller.CSRSigningController) || len(sel.NotImplemented()) != 0 {
 		t.Errorf("default: %+v", sel)
 	}
 	if (controller.Selection{}).Enabled(ns) != true {
