@@ -11,6 +11,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/big"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -534,5 +535,56 @@ func TestClusterSigningCA(t *testing.T) {
 	}
 	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
 		t.Errorf("not signed by --cluster-signing-cert-file: %v", err)
+	}
+}
+
+// TestClusterTrustBundles: a ClusterTrustBundle's name follows its signer
+// and creating one for a signer needs attest on it, in kube-apiserver
+// 1.37's words (recorded from it).
+func TestClusterTrustBundles(t *testing.T) {
+	a, rc, cs := startCertServer(t, nil)
+	ctx := context.Background()
+	ca, err := os.ReadFile(a.PKI.CACert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundles := cs.CertificatesV1().ClusterTrustBundles()
+	bundle := func(name, signer, anchors string) *certificatesv1.ClusterTrustBundle {
+		return &certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: signer, TrustBundle: anchors}}
+	}
+	for _, tc := range []struct {
+		bundle *certificatesv1.ClusterTrustBundle
+		want   string
+	}{
+		{bundle("a:b", "", string(ca)), `metadata.name: Invalid value: "a:b": ClusterTrustBundle without signer name must not have ":" in its name`},
+		{bundle("other:x", "example.com/signer", string(ca)),
+			`metadata.name: Invalid value: "other:x": ClusterTrustBundle for signerName example.com/signer must be named with prefix example.com:signer:`},
+		{bundle("plain", "", "junk"), `spec.trustBundle: Invalid value: "<value omitted>": at least one trust anchor must be provided`},
+	} {
+		_, err := bundles.Create(ctx, tc.bundle, metav1.CreateOptions{})
+		wantStatusError(t, tc.bundle.Name, err, 422, `ClusterTrustBundle.certificates.k8s.io "`+tc.bundle.Name+`" is invalid: `+tc.want)
+	}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "bundles"}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{"certificates.k8s.io"},
+		Verbs: []string{"create"}, Resources: []string{"clustertrustbundles"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bundles"}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "bundles"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "bob"}}}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bobConfig := rest.CopyConfig(rc)
+	bobConfig.Impersonate.UserName = "bob"
+	bob := kubernetes.NewForConfigOrDie(bobConfig).CertificatesV1().ClusterTrustBundles()
+	_, err = bob.Create(ctx, bundle("example.com:signer:b1", "example.com/signer", string(ca)), metav1.CreateOptions{})
+	wantStatusError(t, "bob attests", err, 403, `clustertrustbundles.certificates.k8s.io "example.com:signer:b1" is forbidden: `+
+		`user not permitted to attest for signerName "example.com/signer"`)
+	if _, err := bob.Create(ctx, bundle("no-signer", "", string(ca)), metav1.CreateOptions{}); err != nil {
+		t.Errorf("a bundle without signer: %v", err)
+	}
+	if _, err := bundles.Create(ctx, bundle("example.com:signer:b1", "example.com/signer", string(ca)), metav1.CreateOptions{}); err != nil {
+		t.Errorf("the administrator attests: %v", err)
 	}
 }
