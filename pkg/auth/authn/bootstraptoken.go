@@ -25,7 +25,7 @@ import (
 // k8s.io/cluster-bootstrap's.
 const (
 	BootstrapTokenNamespace = "kube-system"
-	BootstrapTokenPrefix    = "bootstrap-token-"
+	bootstrapTokenPrefix    = "bootstrap-token-"
 	BootstrapTokenType      = corev1.SecretType("bootstrap.kubernetes.io/token")
 	bootstrapTokenID        = "token-id"
 	bootstrapTokenSecret    = "token-secret"
@@ -33,7 +33,7 @@ const (
 	bootstrapTokenAuthUsage = "usage-bootstrap-authentication"
 	bootstrapTokenGroups    = "auth-extra-groups"
 	bootstrapUserPrefix     = "system:bootstrap:"
-	BootstrapGroup          = "system:bootstrappers"
+	bootstrapGroup          = "system:bootstrappers"
 )
 
 var (
@@ -64,7 +64,7 @@ func (b *BootstrapTokens) Authenticate(ctx context.Context, token string) (*user
 		return nil, errNotBootstrapToken
 	}
 	id, secret := m[1], m[2]
-	name := BootstrapTokenPrefix + id
+	name := bootstrapTokenPrefix + id
 	o, err := b.Secrets.Get(ctx, b.SecretKey(BootstrapTokenNamespace, name), storage.GetOptions{ResourceVersion: "0"})
 	if storage.CodeOf(err) == storage.ErrNotFound {
 		return nil, fmt.Errorf("no secret of name %s to match bootstrap bearer token", name)
@@ -95,7 +95,7 @@ func (b *BootstrapTokens) Authenticate(ctx context.Context, token string) (*user
 	if string(s.Data[bootstrapTokenAuthUsage]) != "true" {
 		return refuse("not marked " + bootstrapTokenAuthUsage + "=true")
 	}
-	groups := []string{BootstrapGroup}
+	groups := []string{bootstrapGroup}
 	if extra := string(s.Data[bootstrapTokenGroups]); extra != "" {
 		for _, g := range strings.Split(extra, ",") {
 			if !bootstrapGroupPattern.MatchString(g) {

@@ -19,15 +19,13 @@ import (
 	"github.com/watchcache/watchcache/pkg/pipeline"
 	"github.com/watchcache/watchcache/pkg/validation"
 	admissionv1 "k8s.io/api/admission/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Group is the API group of signers and of the objects naming them.
-const Group = "certificates.k8s.io"
-
-// KubeAPIServerClient is the signer of client certificates for the API.
-const KubeAPIServerClient = "kubernetes.io/kube-apiserver-client"
+// group is the API group of signers and of the objects naming them.
+const group = "certificates.k8s.io"
 
 // Authorized reports whether u may verb (approve, sign, attest) signer:
 // the signer by name, or every signer of its domain ("<domain>/*").
@@ -35,7 +33,7 @@ func Authorized(ctx context.Context, z authorizer.Authorizer, u *user.Info, verb
 	domain, _, _ := strings.Cut(signer, "/")
 	for _, name := range []string{signer, domain + "/*"} {
 		d, _, err := z.Authorize(ctx, authorizer.Attributes{User: u, Verb: verb, ResourceRequest: true,
-			APIGroup: Group, APIVersion: "*", Resource: "signers", Name: name})
+			APIGroup: group, APIVersion: "*", Resource: "signers", Name: name})
 		if err == nil && d == authorizer.Allow {
 			return true
 		}
@@ -61,7 +59,7 @@ type Admission struct {
 
 // Validate refuses req if a plugin does.
 func (a Admission) Validate(ctx context.Context, req *pipeline.Request) error {
-	if req.Resource.Group != Group || req.Operation == admissionv1.Delete {
+	if req.Resource.Group != group || req.Operation == admissionv1.Delete {
 		return nil
 	}
 	switch {
@@ -97,7 +95,7 @@ func (a Admission) need(ctx context.Context, req *pipeline.Request, verb, signer
 // in group system:masters.
 func subjectRestriction(req *pipeline.Request) error {
 	signer := signerOf(req.Object)
-	if signer != KubeAPIServerClient {
+	if signer != certificatesv1.KubeAPIServerClientSignerName {
 		return nil
 	}
 	spec, _ := req.Object["spec"].(map[string]any)

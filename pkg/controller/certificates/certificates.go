@@ -14,9 +14,8 @@ package certificates
 import (
 	"context"
 	"encoding/json"
-	"time"
-
 	"log/slog"
+	"time"
 
 	"github.com/watchcache/watchcache/pkg/controller"
 	"github.com/watchcache/watchcache/pkg/informer"
