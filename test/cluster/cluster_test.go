@@ -24,7 +24,7 @@ import (
 // runs it in dir with the cluster's credentials and returns its URL.
 type apiServer struct {
 	name  string
-	start func(t *testing.T, c *cluster) string
+	start func(t testing.TB, c *cluster) string
 }
 
 // servers are the API servers every scenario runs against: kube-apiserver
@@ -34,9 +34,7 @@ var servers = []apiServer{
 	{"watchcache", startWatchcache},
 }
 
-// serviceCIDR is the Service cluster IP range of both servers; podCIDR
-// the range kwok gives pods their IPs from (a second kwok, for the nodes a
-// scenario kills, takes its own part of it).
+// serviceCIDR is the Service cluster IP range of both servers.
 const (
 	serviceCIDR = "10.96.0.0/16"
 	adminToken  = "admin-token"
@@ -52,14 +50,18 @@ type cluster struct {
 	pki    *pki
 	url    string
 	server *process
+	etcd   *process // kube-apiserver's; watchcache's is in its process
 	client kubernetes.Interface
 	config *rest.Config
+	// nodeLease is the duration of the nodes' Leases, which kwok renews
+	// every quarter of it.
+	nodeLease time.Duration
 }
 
 // startCluster starts server and the components in a temporary directory;
 // everything stops when t ends, and the directory, with the components'
 // logs, is removed unless t failed.
-func startCluster(t *testing.T, server apiServer) *cluster {
+func startCluster(t testing.TB, server apiServer, nodeLease time.Duration) *cluster {
 	dir, err := os.MkdirTemp("", "cluster-"+server.name+"-")
 	check(t, err)
 	t.Cleanup(func() {
@@ -98,9 +100,10 @@ current-context: c
 		"--root-ca-file="+c.pki.path("ca.crt"),
 		"--cluster-signing-cert-file="+c.pki.path("ca.crt"),
 		"--cluster-signing-key-file="+c.pki.path("ca.key"),
-		// A node that stops renewing its Lease is NotReady after 12s
-		// (kube-controller-manager's default: 50s).
-		"--node-monitor-period=2s", "--node-monitor-grace-period=12s",
+		// A node that stops renewing its Lease is NotReady after 1.2
+		// Lease durations (kube-controller-manager's default: 50s, for
+		// kubelets' 40s Leases).
+		"--node-monitor-period=2s", fmt.Sprintf("--node-monitor-grace-period=%v", nodeLease*6/5),
 		"--kube-api-qps=100", "--kube-api-burst=200", "-v=1")
 	c.pki.client(t, "scheduler", "system:kube-scheduler")
 	startProcess(t, dir, "kube-scheduler", filepath.Join(bin, "kube-scheduler"),
@@ -109,26 +112,25 @@ current-context: c
 		"--kube-api-qps=100", "--kube-api-burst=200", "-v=1")
 	c.pki.client(t, "kwok", "kwok", "system:masters")
 	c.pki.kubeconfig(t, "kwok", c.url)
-	c.startKwok(t, "kwok", "10.244.0.1/17")
+	c.nodeLease = nodeLease
+	c.startKwok(t, "kwok", "10.128.0.1/10")
 	return c
 }
 
 // startKwok starts a kwok managing the nodes annotated kwokAnnotation=name,
 // giving their pods IPs from cidr.
-func (c *cluster) startKwok(t *testing.T, name, cidr string) *process {
+func (c *cluster) startKwok(t testing.TB, name, cidr string) *process {
 	return startProcess(t, c.dir, name, filepath.Join(bin, "kwok"),
 		"--kubeconfig="+c.pki.path("kwok.kubeconfig"),
 		"--config="+strings.Join(kwokStages, ","),
 		"--manage-nodes-with-annotation-selector="+kwokAnnotation+"="+name,
 		"--cidr="+cidr,
-		// Leases renewed every few seconds, so that the NotReady
-		// scenario is quick.
-		"--node-lease-duration-seconds=10")
+		fmt.Sprintf("--node-lease-duration-seconds=%d", int(c.nodeLease.Seconds())))
 }
 
-func startKubeAPIServer(t *testing.T, c *cluster) string {
+func startKubeAPIServer(t testing.TB, c *cluster) string {
 	etcdPort := freePort(t)
-	startProcess(t, c.dir, "etcd", filepath.Join(bin, "watchcache"), "etcd",
+	c.etcd = startProcess(t, c.dir, "etcd", filepath.Join(bin, "watchcache"), "etcd",
 		"--data-dir="+filepath.Join(c.dir, "etcd"), "--etcd-client-port="+strconv.Itoa(etcdPort),
 		"--unsafe-no-fsync")
 	port := freePort(t)
@@ -147,7 +149,7 @@ func startKubeAPIServer(t *testing.T, c *cluster) string {
 	return "https://127.0.0.1:" + strconv.Itoa(port)
 }
 
-func startWatchcache(t *testing.T, c *cluster) string {
+func startWatchcache(t testing.TB, c *cluster) string {
 	port := freePort(t)
 	c.server = startProcess(t, c.dir, "watchcache", filepath.Join(bin, "watchcache"),
 		"--data-dir="+filepath.Join(c.dir, "watchcache"), "--etcd-client-port=0",
@@ -164,7 +166,7 @@ func startWatchcache(t *testing.T, c *cluster) string {
 }
 
 // waitReady waits until the server answers /readyz with 200.
-func (c *cluster) waitReady(t *testing.T) {
+func (c *cluster) waitReady(t testing.TB) {
 	t.Helper()
 	tlsConfig, err := rest.TLSConfigFor(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAFile: c.pki.path("ca.crt")}})
 	check(t, err)
@@ -193,7 +195,7 @@ func (c *cluster) waitReady(t *testing.T) {
 
 // createNodes creates n nodes name-0..name-(n-1) managed by the kwok named
 // by manager, labeled pool=pool, with taints.
-func (c *cluster) createNodes(t *testing.T, prefix string, n int, manager, pool string, taints []corev1.Taint) []string {
+func (c *cluster) createNodes(t testing.TB, prefix string, n int, manager, pool string, taints []corev1.Taint) []string {
 	t.Helper()
 	var names []string
 	for i := range n {

@@ -48,7 +48,8 @@ var scenarios = []struct {
 func TestCluster(t *testing.T) {
 	for _, server := range servers {
 		t.Run(server.name, func(t *testing.T) {
-			c := startCluster(t, server)
+			// Leases of 10s: a lost node is NotReady within 12s.
+			c := startCluster(t, server, 10*time.Second)
 			start := time.Now()
 			c.createNodes(t, "node", sharedNodes, "kwok", "shared", nil)
 			c.waitFor(t, time.Minute, "shared nodes Ready", func() (bool, string, error) {
@@ -72,7 +73,7 @@ var ctx = context.Background()
 
 // waitFor polls cond every half second until it is done or timeout
 // passes; then it fails with cond's last description of what it saw.
-func (c *cluster) waitFor(t *testing.T, timeout time.Duration, what string, cond func() (done bool, state string, err error)) {
+func (c *cluster) waitFor(t testing.TB, timeout time.Duration, what string, cond func() (done bool, state string, err error)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -119,7 +120,7 @@ func nodeCondition(n *corev1.Node, typ corev1.NodeConditionType) corev1.Conditio
 // namespace creates a namespace and waits for its default ServiceAccount
 // (kube-controller-manager's), which the ServiceAccount admission requires
 // of pods.
-func (c *cluster) namespace(t *testing.T, name string) string {
+func (c *cluster) namespace(t testing.TB, name string) string {
 	t.Helper()
 	_, err := c.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	check(t, err)
@@ -607,7 +608,7 @@ func testNamespaceDeleted(t *testing.T, c *cluster) {
 // taint manager.
 func testNodeNotReady(t *testing.T, c *cluster) {
 	ns := c.namespace(t, "nodelost")
-	kubelet := c.startKwok(t, "kwok-lost", "10.244.128.1/17")
+	kubelet := c.startKwok(t, "kwok-lost", "10.244.0.1/16")
 	node := c.createNodes(t, "lost", 1, "kwok-lost", "lost", []corev1.Taint{{Key: "scenario", Value: "lost", Effect: corev1.TaintEffectNoSchedule}})[0]
 	c.waitFor(t, 60*time.Second, node+" Ready", func() (bool, string, error) {
 		ready, err := c.readyNodes("pool=lost")
