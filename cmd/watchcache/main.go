@@ -89,8 +89,13 @@ func parseFlagsAs(name string, args []string) (app.Config, error) {
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay-duration", 0, "on SIGTERM, how long to keep serving with /readyz failing (so that load balancers stop sending requests) before stopping")
 	fs.BoolVar(&c.ShutdownSendRetryAfter, "shutdown-send-retry-after", false, "on SIGTERM, after --shutdown-delay-duration keep listening until the requests in flight have drained, answering new ones 429 with Retry-After and Connection: close")
 	fs.DurationVar(&c.ShutdownWatchTerminationGracePeriod, "shutdown-watch-termination-grace-period", 0, "on SIGTERM, spread the ends of the open watches over this long once new requests are refused (0: end them at once)")
-	fs.IntVar(&c.MaxRequestsInflight, "max-requests-inflight", 400, "read-only requests served at once (watches excluded); more get 429 (0: no cap)")
+	fs.IntVar(&c.MaxRequestsInflight, "max-requests-inflight", 400, "read-only requests served at once (watches excluded); more get 429 (0: no cap); with API Priority and Fairness, the sum of the two limits is the seats its priority levels share")
 	fs.IntVar(&c.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", 200, "mutating requests served at once; more get 429 (0: no cap)")
+	fs.BoolFunc("enable-priority-and-fairness", "API Priority and Fairness: classify requests by FlowSchema, queue them fairly per priority level (default true; false: the two in-flight caps instead)", func(v string) error {
+		on, err := strconv.ParseBool(v)
+		c.DisablePriorityAndFairness = !on
+		return err
+	})
 	fs.DurationVar(&c.StorageInitializationTimeout, "storage-initialization-timeout", time.Minute, "how long /readyz waits at start for the built-in resources' watch caches")
 	fs.DurationVar(&c.ConsistencyCheckInterval, "consistency-check-interval", 5*time.Minute, "how often to compare each watch cache with etcd at the same revision (0: never)")
 	var fallback string

@@ -122,8 +122,14 @@ type Config struct {
 	// MaxRequestsInflight and MaxMutatingRequestsInflight cap the
 	// read-only and mutating requests served at once
 	// (--max-requests-inflight, --max-mutating-requests-inflight; 0: no
-	// cap); the excess gets 429 with Retry-After.
+	// cap); the excess gets 429 with Retry-After. With API Priority and
+	// Fairness their sum is the seats its priority levels share (both 0:
+	// 600).
 	MaxRequestsInflight, MaxMutatingRequestsInflight int
+	// DisablePriorityAndFairness replaces API Priority and Fairness (package
+	// flowcontrol, on by default) with the two in-flight caps
+	// (--enable-priority-and-fairness=false).
+	DisablePriorityAndFairness bool
 	// ResourcesFile holds CustomResourceDefinitions (YAML or JSON
 	// documents), applied at start through the API; Start returns once
 	// they are served (optional).
@@ -455,6 +461,9 @@ func Start(cfg Config) (_ *App, err error) {
 		return nil, err
 	}
 	if err := a.startControllerManager(ctx, cfg, registry, rootCA, certs, promRegistry); err != nil {
+		return nil, err
+	}
+	if sec.apf, err = startFlowControl(ctx, cfg, registry, promRegistry); err != nil {
 		return nil, err
 	}
 	crds := &crdcontroller.CRDs{Registry: registry, Log: cfg.Log, StopStore: a.stopStore,

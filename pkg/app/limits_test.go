@@ -191,7 +191,7 @@ func (s gatedStore) Create(ctx context.Context, key string, data []byte) (*objec
 func TestMaxInFlight(t *testing.T) {
 	entered, gate := make(chan string), make(chan struct{})
 	a, err := Start(Config{DataDir: t.TempDir(), EtcdPrefix: "/registry", EtcdUnsafeNoFsync: true,
-		MaxRequestsInflight: 2, MaxMutatingRequestsInflight: 1, AuthorizationModes: []string{ModeAlwaysAllow},
+		MaxRequestsInflight: 2, MaxMutatingRequestsInflight: 1, AuthorizationModes: []string{ModeAlwaysAllow}, DisablePriorityAndFairness: true,
 		WrapStore: func(resource string, s storage.Interface) storage.Interface {
 			if resource != "configmaps" {
 				return s

@@ -17,6 +17,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/auth/filters"
 	"github.com/watchcache/watchcache/pkg/auth/review"
 	"github.com/watchcache/watchcache/pkg/auth/user"
+	"github.com/watchcache/watchcache/pkg/flowcontrol"
 	"github.com/watchcache/watchcache/pkg/httpapi"
 	"github.com/watchcache/watchcache/pkg/limits"
 	"github.com/watchcache/watchcache/pkg/requestinfo"
@@ -28,7 +29,8 @@ import (
 type security struct {
 	authn   *authn.Authenticator
 	authz   *authorization
-	audit   *audit.Log // nil: no audit log
+	audit   *audit.Log              // nil: no audit log
+	apf     *flowcontrol.Controller // nil: the in-flight caps instead
 	actions map[string]httpapi.Action
 	log     *slog.Logger
 }
@@ -112,17 +114,21 @@ func reviewActions(registry *resource.Registry, rv *review.Reviewer) map[string]
 
 // handler wraps the API in the request pipeline, outermost first: request
 // info → request timeout → audit (every response gets an Audit-ID) →
-// authentication → impersonation → in-flight limits → authorization → the
-// API, kube-apiserver's order (audit outside authentication, so that
-// refused credentials are audited too; the limits see the user, whom
-// system:masters exempts).
+// authentication → impersonation → API Priority and Fairness (or the
+// in-flight caps) → authorization → the API, kube-apiserver's order (audit
+// outside authentication, so that refused credentials are audited too;
+// the limits see the user, by whom requests are classified).
 func (s *security) handler(api http.Handler, cfg Config) http.Handler {
 	var decided filters.Decided
 	if s.audit != nil {
 		decided = s.audit.Decided
 	}
 	h := filters.WithAuthorization(api, s.authz, decided, s.log)
-	h = limits.WithMaxInFlight(h, cfg.MaxRequestsInflight, cfg.MaxMutatingRequestsInflight)
+	if s.apf != nil {
+		h = s.apf.Handler(h)
+	} else {
+		h = limits.WithMaxInFlight(h, cfg.MaxRequestsInflight, cfg.MaxMutatingRequestsInflight)
+	}
 	h = filters.WithImpersonation(h, s.authz)
 	h = s.audit.WithUser(h)
 	h = authn.WithAuthentication(h, s.authn, s.log)

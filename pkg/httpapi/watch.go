@@ -51,6 +51,8 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *request, sto
 	s.metrics.watchers.WithLabelValues(req.res.Group, req.res.Plural).Inc()
 	defer s.metrics.watchers.WithLabelValues(req.res.Group, req.res.Plural).Dec()
 	events := watcher.ResultChan()
+	initialized := watchInitialized(r.Context())
+	defer initialized()
 	for {
 		select {
 		case ev, ok := <-events:
@@ -73,13 +75,36 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *request, sto
 			if ev.Type == storage.EventError {
 				return
 			}
-			if flusher != nil && drained(events) {
-				flusher.Flush()
+			if drained(events) {
+				if flusher != nil {
+					flusher.Flush()
+				}
+				initialized()
 			}
 		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+type watchInitializedKey struct{}
+
+// WithWatchInitialized returns ctx carrying done, which a watch calls once
+// it has written the events it had at its start (its initial events: the
+// first time its queue drains) and again when it ends: the filter that
+// counts its initialization as work (package flowcontrol) releases its
+// seats then. done must be safe to call more than once.
+func WithWatchInitialized(ctx context.Context, done func()) context.Context {
+	return context.WithValue(ctx, watchInitializedKey{}, done)
+}
+
+// watchInitialized is ctx's WithWatchInitialized function, or one that does
+// nothing.
+func watchInitialized(ctx context.Context) func() {
+	if done, ok := ctx.Value(watchInitializedKey{}).(func()); ok {
+		return done
+	}
+	return func() {}
 }
 
 // drained reports whether a watch has no event waiting. If none is, it

@@ -195,6 +195,19 @@ func (c *Cacher) Stop() {
 // watch from the list's revision starts right after and keeps it current).
 func (c *Cacher) Ready() bool { return c.ready.Load() }
 
+// Count is the number of objects the cache holds under scope ("" for all,
+// "namespace/" for one namespace's) at its newest revision: exact, and
+// counted in the scope's objects (the whole resource's at once). ok is
+// false while the cache is not ready. API Priority and Fairness estimates
+// a list's work from it.
+func (c *Cacher) Count(scope string) (n int, ok bool) {
+	sn := c.newest.Load()
+	if !c.Ready() || sn == nil {
+		return 0, false
+	}
+	return sn.count(scope), true
+}
+
 // Resource names the cached resource.
 func (c *Cacher) Resource() string { return c.resource }
 

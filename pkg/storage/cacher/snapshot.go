@@ -113,6 +113,22 @@ func (sn *snapshot) get(key string) (*object.Object, bool) {
 	return sn.objects.Get(keyProbe(key))
 }
 
+// count is the number of objects under scope ("" for all).
+func (sn *snapshot) count(scope string) int {
+	if scope == "" {
+		return sn.objects.Len()
+	}
+	n := 0
+	sn.objects.AscendGreaterOrEqual(keyProbe(scope), func(obj *object.Object) bool {
+		if !strings.HasPrefix(obj.Key(), scope) {
+			return false
+		}
+		n++
+		return true
+	})
+	return n
+}
+
 // keyProbe is a stand-in object with only a key, for tree lookups.
 func keyProbe(key string) *object.Object { return object.KeyOnly(key) }
 

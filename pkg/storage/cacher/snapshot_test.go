@@ -470,3 +470,18 @@ func TestSnapshotGet(t *testing.T) {
 		}
 	}
 }
+
+// A snapshot counts the objects of a scope exactly: a namespace's (not its
+// neighbours', whose names it prefixes) and the whole resource's.
+func TestSnapshotCount(t *testing.T) {
+	s := newState(nil)
+	for i, key := range []string{"a/p1", "a/p2", "ab/p1", "b/p1", "b/p2", "b/p3"} {
+		s.put(decodePod(t, key, "n", "Running", nil, uint64(i+1)))
+	}
+	sn := s.snapshot()
+	for scope, want := range map[string]int{"": 6, "a/": 2, "ab/": 1, "b/": 3, "c/": 0} {
+		if got := sn.count(scope); got != want {
+			t.Errorf("count(%q) = %d, want %d", scope, got, want)
+		}
+	}
+}
