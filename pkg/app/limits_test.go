@@ -299,7 +299,7 @@ func TestMaxInFlight(t *testing.T) {
 
 // adminClient returns the administrator's client configuration and
 // clientset for a.
-func adminClient(t *testing.T, a *App) (*rest.Config, *kubernetes.Clientset) {
+func adminClient(t testing.TB, a *App) (*rest.Config, *kubernetes.Clientset) {
 	t.Helper()
 	rc, err := clientcmd.BuildConfigFromFlags("", a.Kubeconfig)
 	if err != nil {

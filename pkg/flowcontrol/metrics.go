@@ -41,7 +41,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-func (m *metrics) nominalLimit(level string, seats int) { m.nominal.WithLabelValues(level).Set(float64(seats)) }
+func (m *metrics) nominalLimit(level string, seats int) {
+	m.nominal.WithLabelValues(level).Set(float64(seats))
+}
 
 func (m *metrics) levelGone(level string) { m.nominal.DeleteLabelValues(level) }
 
