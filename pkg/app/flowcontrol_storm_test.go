@@ -23,7 +23,7 @@ import (
 // storm is a server with a large collection of config maps in namespace
 // "storm", and clients for a noisy and a quiet user.
 type storm struct {
-	a            *App
+	a                *App
 	noisy, quiet     *http.Client
 	anonymous, admin *http.Client
 }
