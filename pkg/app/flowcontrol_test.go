@@ -136,6 +136,19 @@ func TestAPFClassification(t *testing.T) {
 			t.Errorf("%s %s %s: FlowSchema %q, priority level %q; kube-apiserver: %q, %q (%d %v)", tc.who, tc.method, tc.path, gotFS, gotPL, tc.schema, tc.lvl, resp.StatusCode, resp.Header)
 		}
 	}
+	metrics, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{ // kube-apiserver's with 400 + 200 seats
+		`apiserver_flowcontrol_nominal_limit_seats{priority_level="global-default"} 49`,
+		`apiserver_flowcontrol_nominal_limit_seats{priority_level="workload-low"} 245`,
+		`apiserver_flowcontrol_dispatched_requests_total{flow_schema="probes",priority_level="exempt"} 4`,
+	} {
+		if !strings.Contains(string(metrics), line+"\n") {
+			t.Errorf("/metrics lacks %s", line)
+		}
+	}
 	fss, err := cs.FlowcontrolV1().FlowSchemas().List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -311,4 +324,55 @@ func findCond(conds []flowcontrolv1.FlowSchemaCondition, typ flowcontrolv1.FlowS
 		}
 	}
 	return nil
+}
+
+// TestAPFWatchInitialization: a watch holds its seats only until it has
+// sent its initial events: with a level of 3 seats held by 3 open
+// watches, the same user's GET is served, not refused.
+func TestAPFWatchInitialization(t *testing.T) {
+	a, admin, cs := startAPF(t)
+	ctx := context.Background()
+	fc := cs.FlowcontrolV1()
+	// One share of 246: ceil(600/246) = 3 seats, none lent or borrowed.
+	if _, err := fc.PriorityLevelConfigurations().Create(ctx, &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "apf-three"},
+		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
+			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To[int32](1), LendablePercent: ptr.To[int32](0),
+				BorrowingLimitPercent: ptr.To[int32](0), LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue,
+					Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 1, HandSize: 1, QueueLengthLimit: 10}}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fc.FlowSchemas().Create(ctx, &flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: "apf-three"},
+		Spec: flowcontrolv1.FlowSchemaSpec{MatchingPrecedence: 400, PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "apf-three"},
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects: []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: "watcher"}}},
+				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"},
+					Namespaces: []string{"*"}, ClusterScope: true}}}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	watcher := &rest.ImpersonationConfig{UserName: "watcher"}
+	waitUntil(t, 10*time.Second, func() bool {
+		resp := as(t, a, admin, watcher, "GET", "/api/v1/namespaces/default/configmaps")
+		return apfNames(t, cs)[types.UID(resp.Header.Get(flowcontrol.HeaderFlowSchemaUID))] == "apf-three"
+	})
+	cfg := rest.CopyConfig(admin)
+	cfg.Impersonate = *watcher
+	c, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		resp, err := c.Get(a.URL + "/api/v1/namespaces/default/configmaps?watch=true")
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("watch: %v %v", resp, err)
+		}
+		defer resp.Body.Close()
+	}
+	resp, err := c.Get(a.URL + "/api/v1/namespaces/default/configmaps?timeout=4s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("a GET beside 3 open watches on a level of 3 seats: %d; the watches kept their seats", resp.StatusCode)
+	}
 }
