@@ -265,6 +265,14 @@ func TestAPFConfiguration(t *testing.T) {
 	if got, err = fc.FlowSchemas().UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil || findCond(got.Status.Conditions, "StatusUpdated") == nil {
 		t.Errorf("update status: %v %+v", err, got.Status)
 	}
+	if got, err = fc.FlowSchemas().Patch(ctx, "apf-queue", types.MergePatchType, []byte(`{"metadata":{"labels":{"patched":"yes"}}}`),
+		metav1.PatchOptions{}); err != nil || got.Labels["patched"] != "yes" {
+		t.Errorf("patch: %v", err)
+	}
+	if got, err = fc.FlowSchemas().Patch(ctx, "apf-queue", types.MergePatchType, []byte(`{"metadata":{"labels":{"ignored":"yes"}},"status":{"conditions":[{"type":"StatusPatched","status":"True","reason":"E2E"}]}}`),
+		metav1.PatchOptions{}, "status"); err != nil || findCond(got.Status.Conditions, "StatusPatched") == nil || got.Labels["ignored"] != "" {
+		t.Errorf("patch status: %v %+v", err, got)
+	}
 	pl, err := fc.PriorityLevelConfigurations().Get(ctx, "apf-queue", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@
 package flowcontrol
 
 import (
+	"cmp"
 	"hash/fnv"
 	"math"
 	"slices"
@@ -176,7 +177,7 @@ func (d *dispatcher) apply(specs []levelSpec) {
 			for _, q := range l.queues {
 				waiting = append(waiting, q.reqs...)
 			}
-			slices.SortFunc(waiting, func(a, b *request) int { return int(a.tag) - int(b.tag) })
+			slices.SortFunc(waiting, func(a, b *request) int { return cmp.Compare(a.tag, b.tag) })
 			l.queues = make([]*queue, s.queues)
 			for i := range l.queues {
 				l.queues[i] = &queue{}

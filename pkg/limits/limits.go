@@ -43,7 +43,8 @@ var mutating = map[string]bool{"create": true, "update": true, "patch": true, "d
 // WithMaxInFlight serves at most maxReadOnly read-only and maxMutating
 // mutating requests at once (0: no cap) and answers the excess 429 with
 // Retry-After: 1, as kube-apiserver's max-in-flight filter. The user must
-// be in the request's context (it runs inside authentication).
+// be in the request's context (it runs inside authentication). The server
+// uses it when API Priority and Fairness (package flowcontrol) is off.
 func WithMaxInFlight(next http.Handler, maxReadOnly, maxMutating int) http.Handler {
 	readOnly, writes := semaphore(maxReadOnly), semaphore(maxMutating)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

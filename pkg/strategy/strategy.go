@@ -91,6 +91,10 @@ var subresourcePaths = map[string][]string{
 var statusMetadataResets = map[string][]string{
 	"apps/deployments": {"labels"},
 	"/pods":            {"ownerReferences"},
+	// All of their metadata but managedFields (recorded from kube-apiserver
+	// 1.37: a status patch's labels are dropped).
+	"flowcontrol.apiserver.k8s.io/flowschemas":                 {"labels", "annotations", "ownerReferences", "finalizers"},
+	"flowcontrol.apiserver.k8s.io/prioritylevelconfigurations": {"labels", "annotations", "ownerReferences", "finalizers"},
 }
 
 // writeStatus makes obj, a /status write of a built-in kind, old with obj's
