@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -62,6 +63,11 @@ func newStorm(t testing.TB, maxReadOnly, maxMutating, n, size int) *storm {
 		cfg := rest.CopyConfig(admin)
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: name}
 		cfg.QPS, cfg.Burst = -1, 0
+		// A connection of its own, as another user's client has: client-go
+		// shares one between configs that differ only in whom they
+		// impersonate, and the quiet user's answers would wait behind the
+		// storm's bytes on it.
+		cfg.Dial = (&net.Dialer{}).DialContext
 		c, err := rest.HTTPClientFor(cfg)
 		if err != nil {
 			t.Fatal(err)
