@@ -23,9 +23,9 @@ import (
 // cache): LimitRanger (limitranger.go), Priority (priority.go),
 // DefaultStorageClass and DefaultIngressClass (defaultclass.go). The
 // defaults of the plugins that need no other object
-// (DefaultTolerationSeconds) are in package defaults. Not here:
-// ResourceQuota, PodSecurity, RuntimeClass, the LimitRanger's
-// PersistentVolumeClaim limits and pod-level resources.
+// (DefaultTolerationSeconds) are in package defaults; ResourceQuota is a
+// stage of its own (quota.go). Not here: PodSecurity, RuntimeClass, the
+// LimitRanger's PersistentVolumeClaim limits and pod-level resources.
 type Builtin struct {
 	Registry *resource.Registry
 }
