@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,7 @@ func startCertServer(t *testing.T, controllers []string) (*App, *rest.Config, *k
 }
 
 // newCSR makes a key and a PEM certificate request for subject.
-func newCSR(t *testing.T, subject pkix.Name) (keyPEM, csrPEM []byte) {
+func newCSR(t testing.TB, subject pkix.Name) (keyPEM, csrPEM []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -586,5 +587,55 @@ func TestClusterTrustBundles(t *testing.T) {
 	}
 	if _, err := bundles.Create(ctx, bundle("example.com:signer:b1", "example.com/signer", string(ca)), metav1.CreateOptions{}); err != nil {
 		t.Errorf("the administrator attests: %v", err)
+	}
+}
+
+// BenchmarkCSRApproveToCertificate: from a client request's approval to
+// its certificate being seen by a watch, through the signer.
+func BenchmarkCSRApproveToCertificate(b *testing.B) {
+	a, err := Start(Config{DataDir: b.TempDir(), EtcdPrefix: "/registry", EtcdUnsafeNoFsync: true, WatchCache: true,
+		ConsistentListFromCache: true, ConsistentGetFromCache: true, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close()
+	rc, err := clientcmd.BuildConfigFromFlags("", a.Kubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc.QPS = -1
+	csrs := kubernetes.NewForConfigOrDie(rc).CertificatesV1().CertificateSigningRequests()
+	ctx := context.Background()
+	_, request := newCSR(b, pkix.Name{CommonName: "alice"})
+	for i := 0; b.Loop(); i++ {
+		name := "bench-" + strconv.Itoa(i)
+		csr, err := csrs.Create(ctx, csrObject(name, "kubernetes.io/kube-apiserver-client", request, "client auth"), metav1.CreateOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		w, err := csrs.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: csr.ResourceVersion})
+		if err != nil {
+			b.Fatal(err)
+		}
+		csr.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: "Approved", Status: "True", Reason: "Bench"}}
+		if _, err := csrs.UpdateApproval(ctx, name, csr, metav1.UpdateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		timeout := time.After(10 * time.Second)
+	wait:
+		for {
+			select {
+			case ev, open := <-w.ResultChan():
+				if !open {
+					b.Fatalf("%s: the watch ended", name)
+				}
+				if c, ok := ev.Object.(*certificatesv1.CertificateSigningRequest); ok && len(c.Status.Certificate) > 0 {
+					break wait
+				}
+			case <-timeout:
+				b.Fatalf("%s: no certificate after 10 s", name)
+			}
+		}
+		w.Stop()
 	}
 }
