@@ -14,6 +14,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/encryption"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -114,6 +115,18 @@ func TestServesReferenceEtcd(t *testing.T) {
 			w, _ := json.Marshal(want)
 			t.Errorf("GET %s:\n%s\nkube-apiserver served\n%s", s.Path, g, w)
 		}
+	}
+	// The node ports kube-apiserver allocated (its RangeAllocation, which
+	// has no creationTimestamp) are taken; a new one is allocated beside.
+	svc := func(name string, port int32) (*corev1.Service, error) {
+		return cs.CoreV1().Services("storage").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80, NodePort: port}}}}, metav1.CreateOptions{})
+	}
+	if _, err := svc("taken", 30080); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "provided port is already allocated") {
+		t.Errorf("node port 30080, kube-apiserver's: %v; want it refused as allocated", err)
+	}
+	if s, err := svc("beside", 0); err != nil || s.Spec.Ports[0].NodePort == 30080 || s.Spec.Ports[0].NodePort == 0 {
+		t.Errorf("a new node port beside kube-apiserver's: %v %v", s, err)
 	}
 }
 

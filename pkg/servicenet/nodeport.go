@@ -139,10 +139,15 @@ func (n *NodePorts) decode(o *object.Object) (*bitmap, error) {
 	return b, nil
 }
 
+// encode is the record of b; created is its creationTimestamp, if it has
+// one (kube-apiserver's record has none).
 func (n *NodePorts) encode(b *bitmap, created string) ([]byte, error) {
-	return json.Marshal(rangeRecord{APIVersion: "v1", Kind: "RangeAllocation",
-		Metadata: map[string]any{"name": NodePortKey, "creationTimestamp": created},
-		Range:    n.Range.String(), Data: base64.StdEncoding.EncodeToString(b.bits.Bytes())})
+	meta := map[string]any{"name": NodePortKey}
+	if created != "" {
+		meta["creationTimestamp"] = created
+	}
+	return json.Marshal(rangeRecord{APIVersion: "v1", Kind: "RangeAllocation", Metadata: meta,
+		Range: n.Range.String(), Data: base64.StdEncoding.EncodeToString(b.bits.Bytes())})
 }
 
 // update changes the bitmap by fn in one optimistic update (creating the
