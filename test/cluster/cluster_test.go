@@ -60,12 +60,12 @@ type cluster struct {
 
 // startCluster starts server and the components in a temporary directory;
 // everything stops when t ends, and the directory, with the components'
-// logs, is removed unless t failed.
+// logs, is removed unless t failed or CLUSTER_KEEP_LOGS is set.
 func startCluster(t testing.TB, server apiServer, nodeLease time.Duration) *cluster {
 	dir, err := os.MkdirTemp("", "cluster-"+server.name+"-")
 	check(t, err)
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() || os.Getenv("CLUSTER_KEEP_LOGS") != "" {
 			t.Logf("logs kept in %s", dir)
 		} else {
 			os.RemoveAll(dir)
