@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"math"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,7 +16,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 )
 
@@ -155,12 +153,7 @@ var labelPair = regexp.MustCompile(`(\w+)="([^"]*)"`)
 // latency per verb (watches and connects left out), interpolated in its
 // histogram's buckets as Prometheus' histogram_quantile does.
 func (c *cluster) latencies(b *testing.B) map[string][2]float64 {
-	tlsConfig, err := rest.TLSConfigFor(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAFile: c.pki.path("ca.crt")}})
-	check(b, err)
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}, Timeout: time.Minute}
-	req, _ := http.NewRequest("GET", c.url+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	resp, err := hc.Do(req)
+	resp, err := c.get(b, "/metrics")
 	check(b, err)
 	defer resp.Body.Close()
 	buckets := map[string]map[float64]float64{} // verb → le → count

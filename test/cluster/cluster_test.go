@@ -34,7 +34,8 @@ var servers = []apiServer{
 	{"watchcache", startWatchcache},
 }
 
-// serviceCIDR is the Service cluster IP range of both servers.
+// The servers' Service cluster IP range and the administrator's bearer
+// token (system:masters).
 const (
 	serviceCIDR = "10.96.0.0/16"
 	adminToken  = "admin-token"
@@ -52,7 +53,6 @@ type cluster struct {
 	server *process
 	etcd   *process // kube-apiserver's; watchcache's is in its process
 	client kubernetes.Interface
-	config *rest.Config
 	// nodeLease is the duration of the nodes' Leases, which kwok renews
 	// every quarter of it.
 	nodeLease time.Duration
@@ -88,7 +88,6 @@ current-context: c
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.pki.path("admin.kubeconfig"))
 	check(t, err)
 	cfg.QPS, cfg.Burst = 200, 400
-	c.config = cfg
 	c.client = kubernetes.NewForConfigOrDie(cfg)
 
 	c.pki.client(t, "kcm", "system:kube-controller-manager")
@@ -131,8 +130,8 @@ func (c *cluster) startKwok(t testing.TB, name, cidr string) *process {
 func startKubeAPIServer(t testing.TB, c *cluster) string {
 	etcdPort := freePort(t)
 	c.etcd = startProcess(t, c.dir, "etcd", filepath.Join(bin, "watchcache"), "etcd",
-		"--data-dir="+filepath.Join(c.dir, "etcd"), "--etcd-client-port="+strconv.Itoa(etcdPort),
-		"--unsafe-no-fsync")
+		// fsync on, as watchcache's embedded etcd.
+		"--data-dir="+filepath.Join(c.dir, "etcd"), "--etcd-client-port="+strconv.Itoa(etcdPort))
 	port := freePort(t)
 	c.server = startProcess(t, c.dir, "kube-apiserver", filepath.Join(bin, "kube-apiserver"),
 		"--etcd-servers=http://127.0.0.1:"+strconv.Itoa(etcdPort),
@@ -165,17 +164,23 @@ func startWatchcache(t testing.TB, c *cluster) string {
 	return "https://127.0.0.1:" + strconv.Itoa(port)
 }
 
+// get sends GET path to the server as the administrator.
+func (c *cluster) get(t testing.TB, path string) (*http.Response, error) {
+	tlsConfig, err := rest.TLSConfigFor(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAFile: c.pki.path("ca.crt")}})
+	check(t, err)
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}, Timeout: time.Minute}
+	req, err := http.NewRequest("GET", c.url+path, nil)
+	check(t, err)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	return hc.Do(req)
+}
+
 // waitReady waits until the server answers /readyz with 200.
 func (c *cluster) waitReady(t testing.TB) {
 	t.Helper()
-	tlsConfig, err := rest.TLSConfigFor(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAFile: c.pki.path("ca.crt")}})
-	check(t, err)
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}, Timeout: 5 * time.Second}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		req, _ := http.NewRequest("GET", c.url+"/readyz", nil)
-		req.Header.Set("Authorization", "Bearer "+adminToken)
-		resp, err := hc.Do(req)
+		resp, err := c.get(t, "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -193,8 +198,8 @@ func (c *cluster) waitReady(t testing.TB) {
 	}
 }
 
-// createNodes creates n nodes name-0..name-(n-1) managed by the kwok named
-// by manager, labeled pool=pool, with taints.
+// createNodes creates n nodes prefix-0..prefix-(n-1) managed by the kwok
+// named by manager, labeled pool=pool, with taints.
 func (c *cluster) createNodes(t testing.TB, prefix string, n int, manager, pool string, taints []corev1.Taint) []string {
 	t.Helper()
 	var names []string
