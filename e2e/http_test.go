@@ -573,21 +573,24 @@ func TestHTTPHealth(t *testing.T) {
 	}
 }
 
-// TestHTTPMetrics checks that requests are counted by verb, resource and
-// code.
+// TestHTTPMetrics checks that requests are counted by verb (kube-apiserver's
+// labels: GET, LIST, POST, APPLY...), resource and code.
 func TestHTTPMetrics(t *testing.T) {
 	t.Parallel()
 	ns := htNamespace(t, "metrics")
 	htJSON(t, "GET", "/api/v1/namespaces/"+ns+"/secrets/missing", nil, http.StatusNotFound, nil)
 	htJSON(t, "GET", "/apis/example.com/v1/namespaces/"+ns+"/widgets", nil, http.StatusOK, nil)
+	htDo(t, "PATCH", "/api/v1/namespaces/"+ns+"/configmaps/applied?fieldManager=metrics-test", "application/apply-patch+yaml",
+		[]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"applied"}}`))
 	resp, data := htDo(t, "GET", "/metrics", "", nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("/metrics: %d", resp.StatusCode)
 	}
 	want := [][]string{
-		{`verb="get"`, `group=""`, `resource="secrets"`, `code="404"`},
-		{`verb="list"`, `group="example.com"`, `resource="widgets"`, `code="200"`},
-		{`verb="create"`, `group=""`, `resource="namespaces"`, `code="201"`},
+		{`verb="GET"`, `group=""`, `resource="secrets"`, `code="404"`},
+		{`verb="LIST"`, `group="example.com"`, `resource="widgets"`, `code="200"`},
+		{`verb="POST"`, `group=""`, `resource="namespaces"`, `code="201"`},
+		{`verb="APPLY"`, `group=""`, `resource="configmaps"`, `code="201"`},
 	}
 	lines := strings.Split(string(data), "\n")
 	for _, labels := range want {

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/watchcache/watchcache/pkg/encoding"
 )
 
 // metrics are the server's request metrics, named as kube-apiserver's.
@@ -24,7 +25,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apiserver_request_total",
-			Help: "Requests served, by verb, group, resource and HTTP code.",
+			Help: "Requests served, by verb (as kube-apiserver's: GET, LIST, WATCH, POST, PUT, PATCH, APPLY, DELETE), group, resource and HTTP code.",
 		}, []string{"verb", "group", "resource", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "apiserver_request_duration_seconds",
@@ -41,9 +42,32 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	return m
 }
 
-func (m *metrics) observe(req *request, code int, elapsed time.Duration) {
-	m.requests.WithLabelValues(req.verb, req.res.Group, req.res.Plural, strconv.Itoa(code)).Inc()
-	m.duration.WithLabelValues(req.verb, req.res.Group, req.res.Plural).Observe(elapsed.Seconds())
+// metricVerbs are kube-apiserver's verb labels of the requests' verbs:
+// the HTTP method, with LIST and WATCH apart (and APPLY, see metricVerb),
+// so that its dashboards and SLO queries (verb!~"WATCH|CONNECT") read
+// ours.
+var metricVerbs = map[string]string{
+	"get": "GET", "list": "LIST", "watch": "WATCH", "create": "POST", "update": "PUT", "patch": "PATCH",
+	"delete": "DELETE", "deletecollection": "DELETE",
+}
+
+// metricVerb is the verb label of req: a PATCH of an apply patch is APPLY,
+// as kube-apiserver labels it.
+func metricVerb(req *request, r *http.Request) string {
+	verb, ok := metricVerbs[req.verb]
+	if !ok {
+		verb = r.Method
+	}
+	if verb == "PATCH" && encoding.MediaType(r) == encoding.ApplyPatchType {
+		verb = "APPLY"
+	}
+	return verb
+}
+
+func (m *metrics) observe(req *request, r *http.Request, code int, elapsed time.Duration) {
+	verb := metricVerb(req, r)
+	m.requests.WithLabelValues(verb, req.res.Group, req.res.Plural, strconv.Itoa(code)).Inc()
+	m.duration.WithLabelValues(verb, req.res.Group, req.res.Plural).Observe(elapsed.Seconds())
 }
 
 func metricsHandler(reg *prometheus.Registry) http.Handler {

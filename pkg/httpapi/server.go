@@ -153,7 +153,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	// Deferred: a response aborted midway (abortResponse) is counted too.
-	defer func() { s.metrics.observe(req, rec.code, time.Since(start)) }()
+	defer func() { s.metrics.observe(req, r, rec.code, time.Since(start)) }()
 	s.serveResource(rec, r, req)
 }
 

@@ -366,7 +366,7 @@ func TestListAbortedWhenCompactedMidStream(t *testing.T) {
 	resp := s.get(t, "/metrics", "")
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	series := `apiserver_request_total{code="200",group="",resource="configmaps",verb="list"} ` + strconv.Itoa(len(streamAccepts)-1)
+	series := `apiserver_request_total{code="200",group="",resource="configmaps",verb="LIST"} ` + strconv.Itoa(len(streamAccepts)-1)
 	if !bytes.Contains(metrics, []byte(series)) {
 		t.Errorf("/metrics has no %s", series)
 	}
