@@ -137,15 +137,6 @@ func procStats(b *testing.B, p *process) (cpuSeconds, peakRSS float64) {
 	return (utime + stime) / 100, peakRSS
 }
 
-// kubeVerbs are kube-apiserver's verb labels of watchcache's (which
-// labels requests by their Kubernetes verb, kube-apiserver by its HTTP
-// verb, with LIST, WATCH and APPLY apart; watchcache's apply patches are
-// among its PATCHes).
-var kubeVerbs = map[string]string{
-	"create": "POST", "update": "PUT", "patch": "PATCH", "delete": "DELETE", "deletecollection": "DELETE",
-	"get": "GET", "list": "LIST", "watch": "WATCH",
-}
-
 var bucketLine = regexp.MustCompile(`^apiserver_request_duration_seconds_bucket\{(.*)\} (\S+)$`)
 var labelPair = regexp.MustCompile(`(\w+)="([^"]*)"`)
 
@@ -169,9 +160,6 @@ func (c *cluster) latencies(b *testing.B) map[string][2]float64 {
 			labels[l[1]] = l[2]
 		}
 		verb := labels["verb"]
-		if v, ok := kubeVerbs[verb]; ok {
-			verb = v
-		}
 		if verb == "WATCH" || verb == "WATCHLIST" || verb == "CONNECT" {
 			continue
 		}
