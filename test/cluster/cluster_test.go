@@ -61,7 +61,11 @@ type cluster struct {
 // startCluster starts server and the components in a temporary directory;
 // everything stops when t ends, and the directory, with the components'
 // logs, is removed unless t failed or CLUSTER_KEEP_LOGS is set.
-func startCluster(t testing.TB, server apiServer, nodeLease time.Duration) *cluster {
+//
+// Nodes' Leases last nodeLease (kwok renews them every quarter of it);
+// kube-controller-manager finds a node NotReady after nodeGrace without a
+// renewal.
+func startCluster(t testing.TB, server apiServer, nodeLease, nodeGrace time.Duration) *cluster {
 	dir, err := os.MkdirTemp("", "cluster-"+server.name+"-")
 	check(t, err)
 	t.Cleanup(func() {
@@ -99,10 +103,7 @@ current-context: c
 		"--root-ca-file="+c.pki.path("ca.crt"),
 		"--cluster-signing-cert-file="+c.pki.path("ca.crt"),
 		"--cluster-signing-key-file="+c.pki.path("ca.key"),
-		// A node that stops renewing its Lease is NotReady after 1.2
-		// Lease durations (kube-controller-manager's default: 50s, for
-		// kubelets' 40s Leases).
-		"--node-monitor-period=2s", fmt.Sprintf("--node-monitor-grace-period=%v", nodeLease*6/5),
+		"--node-monitor-period=2s", fmt.Sprintf("--node-monitor-grace-period=%v", nodeGrace),
 		"--kube-api-qps=100", "--kube-api-burst=200", "-v=1")
 	c.pki.client(t, "scheduler", "system:kube-scheduler")
 	startProcess(t, dir, "kube-scheduler", filepath.Join(bin, "kube-scheduler"),

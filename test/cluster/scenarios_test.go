@@ -48,8 +48,10 @@ var scenarios = []struct {
 func TestCluster(t *testing.T) {
 	for _, server := range servers {
 		t.Run(server.name, func(t *testing.T) {
-			// Leases of 10s: a lost node is NotReady within 12s.
-			c := startCluster(t, server, 10*time.Second)
+			// Leases of 10s, a lost node NotReady after 12s
+			// (kubelets' Leases last 40s, kube-controller-manager's
+			// grace is 50s).
+			c := startCluster(t, server, 10*time.Second, 12*time.Second)
 			start := time.Now()
 			c.createNodes(t, "node", sharedNodes, "kwok", "shared", nil)
 			c.waitFor(t, time.Minute, "shared nodes Ready", func() (bool, string, error) {
