@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -105,11 +106,17 @@ func checkNewScenarios(t *testing.T, scenarios []bench.Scenario) {
 		"nodes/cluster-scoped LISTs, p99/kubelet: its node's pods", "nodes/cluster-scoped LISTs, p99/informer: all pods",
 		"nodes/load/events timed, kubelets", "nodes/load/events timed, informers", "nodes/server/server CPU",
 		"curves/200 pods/start to ready", "curves/400 pods/Go heap per pod", "curves/400 pods/LIST all, resourceVersion=0",
-		"curves/400 pods/kubelet LIST p99", "curves/400 pods/fan-out p99", "curves/400 ÷ 200 pods/Go heap per pod",
+		"curves/400 pods/kubelet LIST p99", "curves/400 pods/fan-out p99",
 	} {
 		if values[key] <= 0 {
 			t.Errorf("%s: %v, want > 0", key, values[key])
 		}
+	}
+	// At this tiny size the heap's growth per pod is within the noise of
+	// the server's own start (bootstrap objects, APF's state), so its ratio
+	// may come out negative: it must only be there and finite.
+	if v, ok := values["curves/400 ÷ 200 pods/Go heap per pod"]; !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+		t.Errorf("curves/400 ÷ 200 pods/Go heap per pod: %v (present: %v), want a finite ratio", v, ok)
 	}
 	if got := values["nodes/load/watches"]; got != 2*5+2 {
 		t.Errorf("%v watches, want 12 (2 per kubelet, 2 informers)", got)
