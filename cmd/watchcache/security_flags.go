@@ -20,6 +20,8 @@ func addSecurityFlags(fs *flag.FlagSet, c *app.Config) {
 		c.AuthorizationModes = nil
 		return listFlag(&c.AuthorizationModes)(v)
 	})
+	fs.Func("enable-admission-plugins", "comma-separated admission plugins to run besides kube-apiserver's defaults (kube-apiserver's names; watchcache runs LimitRanger, ServiceAccount, NodeRestriction, Priority, DefaultStorageClass, DefaultIngressClass and the admission policies and webhooks; others are accepted with a warning)", listFlag(&c.EnableAdmissionPlugins))
+	fs.Func("disable-admission-plugins", "comma-separated admission plugins not to run, of kube-apiserver's defaults", listFlag(&c.DisableAdmissionPlugins))
 	fs.BoolVar(&c.AnonymousAuth, "anonymous-auth", true, "serve requests without credentials as system:anonymous (group system:unauthenticated), which RBAC lets reach only /version and the health checks")
 	fs.StringVar(&c.TokenAuthFile, "token-auth-file", "", "static bearer tokens, one per line: token,user,uid[,\"group1,group2\"]")
 	fs.BoolVar(&c.EnableBootstrapTokenAuth, "enable-bootstrap-token-auth", false, "accept bootstrap tokens <id>.<secret> of bootstrap.kubernetes.io/token Secrets bootstrap-token-<id> in kube-system, as user system:bootstrap:<id> in group system:bootstrappers, for kubelets' TLS bootstrap")

@@ -1,5 +1,6 @@
 // The built-in admission plugins of kube-apiserver 1.37 that this server runs
-// (LimitRanger, Priority, DefaultStorageClass, DefaultIngressClass), their
+// (LimitRanger, ServiceAccount, NodeRestriction, Priority, DefaultStorageClass,
+// DefaultIngressClass), their
 // mutating and validating phases, the 403 of a refusal, and the reads of
 // other objects (from the watch cache) that the plugins need.
 
@@ -20,14 +21,17 @@ import (
 
 // Builtin runs the default admission plugins of kube-apiserver 1.37 that
 // decide from other objects, read from Registry's stores (the watch
-// cache): LimitRanger (limitranger.go), Priority (priority.go),
-// DefaultStorageClass and DefaultIngressClass (defaultclass.go). The
+// cache): LimitRanger (limitranger.go), ServiceAccount
+// (serviceaccount.go), NodeRestriction (noderestriction.go), Priority
+// (priority.go), DefaultStorageClass and DefaultIngressClass
+// (defaultclass.go), those of Plugins (nil: kube-apiserver's defaults). The
 // defaults of the plugins that need no other object
 // (DefaultTolerationSeconds) are in package defaults; ResourceQuota is a
 // stage of its own (quota.go). Not here: PodSecurity, RuntimeClass, the
 // LimitRanger's PersistentVolumeClaim limits and pod-level resources.
 type Builtin struct {
 	Registry *resource.Registry
+	Plugins  Plugins
 }
 
 // plugin is what one default admission plugin does to writes of one
@@ -36,6 +40,7 @@ type Builtin struct {
 // or an update (the validating phase, after validation, before the
 // admission policies and webhooks).
 type plugin struct {
+	name     string
 	resource string // "group/plural"
 	admit    func(ctx context.Context, b *Builtin, req *pipeline.Request) error
 	validate func(ctx context.Context, b *Builtin, req *pipeline.Request) error
@@ -43,11 +48,12 @@ type plugin struct {
 
 // plugins are the plugins, in kube-apiserver's order.
 var plugins = []plugin{
-	{resource: "/pods", admit: defaultContainerResources, validate: enforceLimitRanges},      // LimitRanger
-	{resource: "/pods", admit: resolvePriority},                                              // Priority
-	{resource: "scheduling.k8s.io/priorityclasses", validate: oneGlobalDefault},              // Priority
-	{resource: "/persistentvolumeclaims", admit: defaultClassOf(storageClassDefaulting)},     // DefaultStorageClass
-	{resource: "networking.k8s.io/ingresses", admit: defaultClassOf(ingressClassDefaulting)}, // DefaultIngressClass
+	{name: LimitRangerPlugin, resource: "/pods", admit: defaultContainerResources, validate: enforceLimitRanges},
+	{name: ServiceAccountPlugin, resource: "/pods", admit: admitServiceAccount, validate: validateServiceAccount},
+	{name: PriorityPlugin, resource: "/pods", admit: resolvePriority},
+	{name: PriorityPlugin, resource: "scheduling.k8s.io/priorityclasses", validate: oneGlobalDefault},
+	{name: DefaultStorageClassPlugin, resource: "/persistentvolumeclaims", admit: defaultClassOf(storageClassDefaulting)},
+	{name: DefaultIngressClassPlugin, resource: "networking.k8s.io/ingresses", admit: defaultClassOf(ingressClassDefaulting)},
 }
 
 // admit runs the plugins' mutating phase on a create, changing
@@ -76,13 +82,21 @@ func (b *Builtin) run(ctx context.Context, req *pipeline.Request, phase func(*pl
 	}
 	key := req.Resource.Group + "/" + req.Resource.Plural
 	for i := range plugins {
-		if fn := phase(&plugins[i]); fn != nil && plugins[i].resource == key {
+		if fn := phase(&plugins[i]); fn != nil && plugins[i].resource == key && b.on(plugins[i].name) {
 			if err := fn(ctx, b, req); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// on reports whether the plugin name runs.
+func (b *Builtin) on(name string) bool {
+	if b.Plugins == nil {
+		return kubeAPIServerPlugins[name]
+	}
+	return b.Plugins[name]
 }
 
 // forbidden is a plugin's refusal of req: 403 Forbidden, "<resource>
@@ -103,14 +117,19 @@ func (b *Builtin) list(ctx context.Context, group, plural, namespace string, out
 // just before is found, as kube-apiserver's lookups after an informer
 // miss find it); found is false if there is none.
 func (b *Builtin) get(ctx context.Context, group, plural, name string, out any) (found bool, err error) {
+	return b.getIn(ctx, group, plural, "", name, out)
+}
+
+// getIn is get of an object in namespace.
+func (b *Builtin) getIn(ctx context.Context, group, plural, namespace, name string, out any) (found bool, err error) {
 	res := b.Registry.Lookup(group, "v1", plural)
 	store := b.Registry.Store(res)
 	if store == nil {
 		return false, nil
 	}
-	obj, err := store.Get(ctx, res.Key("", name), storage.GetOptions{ResourceVersion: "0"})
+	obj, err := store.Get(ctx, res.Key(namespace, name), storage.GetOptions{ResourceVersion: "0"})
 	if storage.CodeOf(err) == storage.ErrNotFound {
-		obj, err = store.Get(ctx, res.Key("", name), storage.GetOptions{})
+		obj, err = store.Get(ctx, res.Key(namespace, name), storage.GetOptions{})
 	}
 	if storage.CodeOf(err) == storage.ErrNotFound {
 		return false, nil

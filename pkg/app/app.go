@@ -214,6 +214,11 @@ type Config struct {
 	// AuthorizationModes are the authorizers, asked in order (RBAC,
 	// AlwaysAllow, AlwaysDeny; empty: RBAC).
 	AuthorizationModes []string
+	// EnableAdmissionPlugins and DisableAdmissionPlugins turn admission
+	// plugins on and off beside kube-apiserver's defaults
+	// (--enable-admission-plugins, --disable-admission-plugins; see
+	// admission.SelectPlugins).
+	EnableAdmissionPlugins, DisableAdmissionPlugins []string
 	// AnonymousAuth serves requests without credentials as
 	// system:anonymous (--anonymous-auth; the command's default is true).
 	AnonymousAuth bool
@@ -476,11 +481,15 @@ func Start(cfg Config) (_ *App, err error) {
 			{Name: "rbac", ReadyOnly: true, Check: sec.authz.ready}},
 		postStartHooks(sec.authz.rbac != nil),
 		[]health.Check{{Name: "shutdown", ReadyOnly: true, Check: a.term.readyCheck}})
+	writes, err := writePipeline(cfg, registry, sec.authz, a.nodePorts)
+	if err != nil {
+		return nil, err
+	}
 	srv := httpapi.New(httpapi.Config{
 		Registry: registry, Log: cfg.Log, MinWatchTimeout: cfg.MinWatchTimeout, Metrics: promRegistry, Profiling: cfg.Profiling,
 		DisableShardedListAndWatch: cfg.DisableShardedListAndWatch,
 		HealthChecks:               healthChecks,
-		Actions:                    sec.actions, Pipeline: writePipeline(registry, sec.authz, a.nodePorts),
+		Actions:                    sec.actions, Pipeline: writes,
 	})
 	warnIfExposed(ctx, cfg, sec.authz)
 	a.URL = kubeconfigServer(ln.Addr())

@@ -17,7 +17,7 @@ var layers = []struct {
 	name     string
 	packages []string
 }{
-	{"values", []string{"pkg/object", "pkg/jsontree", "pkg/auth/user", "pkg/requestinfo", "pkg/storage/storagemetrics",
+	{"values", []string{"pkg/object", "pkg/podrefs", "pkg/jsontree", "pkg/auth/user", "pkg/requestinfo", "pkg/storage/storagemetrics",
 		"pkg/etcdembed", "pkg/encryption", "pkg/pki", "pkg/benchdata", "pkg/table", "pkg/storage/cacher/linearizability", "pkg/crd/crdfile"}},
 	{"storage", []string{"pkg/storage", "pkg/storage/etcd3", "pkg/storage/cacher", "pkg/storage/storagetest", "pkg/conversion"}},
 	{"the Status writer", []string{"pkg/apistatus"}},
