@@ -16,7 +16,7 @@ import (
 // authorization, encryption at rest and audit, with its defaults.
 func addSecurityFlags(fs *flag.FlagSet, c *app.Config) {
 	c.AuthorizationModes = []string{app.ModeRBAC}
-	fs.Func("authorization-mode", "comma-separated authorizers, asked in order: RBAC (default), AlwaysAllow, AlwaysDeny", func(v string) error {
+	fs.Func("authorization-mode", "comma-separated authorizers, asked in order: RBAC (default; kube-apiserver's is AlwaysAllow), Node, AlwaysAllow, AlwaysDeny", func(v string) error {
 		c.AuthorizationModes = nil
 		return listFlag(&c.AuthorizationModes)(v)
 	})

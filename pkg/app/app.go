@@ -211,7 +211,7 @@ type Config struct {
 	// (--enable-bootstrap-token-auth).
 	EnableBootstrapTokenAuth bool
 
-	// AuthorizationModes are the authorizers, asked in order (RBAC,
+	// AuthorizationModes are the authorizers, asked in order (RBAC, Node,
 	// AlwaysAllow, AlwaysDeny; empty: RBAC).
 	AuthorizationModes []string
 	// EnableAdmissionPlugins and DisableAdmissionPlugins turn admission

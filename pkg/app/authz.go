@@ -1,5 +1,5 @@
-// The authorizer of --authorization-mode (RBAC by default, AlwaysAllow,
-// AlwaysDeny), the pipeline's stages that refuse RBAC escalation and wait for
+// The authorizer of --authorization-mode (RBAC by default, Node,
+// AlwaysAllow, AlwaysDeny), the pipeline's stages that refuse RBAC escalation and wait for
 // RBAC to see a write, and RBAC's /readyz check.
 
 package app
@@ -10,6 +10,7 @@ import (
 	"log/slog"
 
 	"github.com/watchcache/watchcache/pkg/auth/authorizer"
+	"github.com/watchcache/watchcache/pkg/auth/node"
 	"github.com/watchcache/watchcache/pkg/auth/rbac"
 	"github.com/watchcache/watchcache/pkg/auth/rbac/bootstrap"
 	"github.com/watchcache/watchcache/pkg/auth/review"
@@ -17,11 +18,13 @@ import (
 	"github.com/watchcache/watchcache/pkg/pipeline"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"github.com/watchcache/watchcache/pkg/storage"
+	rbacv1 "k8s.io/api/rbac/v1"
 )
 
 // Authorization modes of --authorization-mode.
 const (
 	ModeRBAC        = "RBAC"
+	ModeNode        = "Node"
 	ModeAlwaysAllow = "AlwaysAllow"
 	ModeAlwaysDeny  = "AlwaysDeny"
 )
@@ -36,7 +39,9 @@ type authorization struct {
 
 // newAuthorization builds the authorizer of modes (default RBAC) over the
 // RBAC resources' stores, starts RBAC's index and reconciles the bootstrap
-// policy.
+// policy. The default differs from kube-apiserver's (AlwaysAllow), as
+// envtest and kubeadm pass RBAC or Node,RBAC: the server is secure
+// without flags.
 func newAuthorization(ctx context.Context, modes []string, registry *resource.Registry, log *slog.Logger) (*authorization, error) {
 	if len(modes) == 0 {
 		modes = []string{ModeRBAC}
@@ -56,16 +61,40 @@ func newAuthorization(ctx context.Context, modes []string, registry *resource.Re
 				return nil, fmt.Errorf("RBAC bootstrap policy: %w", err)
 			}
 			chain = append(chain, z.rbac)
+		case ModeNode:
+			rules, err := nodeRules()
+			if err != nil {
+				return nil, err
+			}
+			chain = append(chain, node.New(registry, rules))
 		case ModeAlwaysAllow:
 			chain = append(chain, authorizer.AlwaysAllow)
 		case ModeAlwaysDeny:
 			chain = append(chain, authorizer.AlwaysDeny)
+		case "ABAC", "Webhook":
+			return nil, fmt.Errorf("authorization-mode %q is not supported by watchcache (known: %s, %s, %s, %s)", mode, ModeRBAC, ModeNode, ModeAlwaysAllow, ModeAlwaysDeny)
 		default:
-			return nil, fmt.Errorf("unknown authorization mode %q (known: %s, %s, %s)", mode, ModeRBAC, ModeAlwaysAllow, ModeAlwaysDeny)
+			return nil, fmt.Errorf("authorization-mode %q is not a valid mode (known: %s, %s, %s, %s)", mode, ModeRBAC, ModeNode, ModeAlwaysAllow, ModeAlwaysDeny)
 		}
 	}
 	z.Authorizer = authorizer.Union(chain...)
 	return z, nil
+}
+
+// nodeRules are the rules of the bootstrap policy's system:node
+// ClusterRole: what the Node authorizer allows besides its relationship
+// checks (kube-apiserver binds that role to no one).
+func nodeRules() ([]rbacv1.PolicyRule, error) {
+	policy, err := bootstrap.Load()
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range policy.ClusterRoles {
+		if r.Name == "system:node" {
+			return r.Rules, nil
+		}
+	}
+	return nil, fmt.Errorf("bootstrap policy: no system:node ClusterRole")
 }
 
 func rbacStores(registry *resource.Registry) rbac.Stores {

@@ -25,7 +25,7 @@ var layers = []struct {
 		"pkg/deletion", "pkg/crd", "pkg/informer", "pkg/leaderelect", "pkg/quota"}},
 	{"pipeline", []string{"pkg/pipeline", "pkg/admission", "pkg/servicenet"}},
 	{"handlers", []string{"pkg/encoding", "pkg/discovery", "pkg/openapi", "pkg/openapi/internal/recordopenapi", "pkg/health", "pkg/httpapi"}},
-	{"filters", []string{"pkg/auth/authorizer", "pkg/auth/authn", "pkg/auth/filters", "pkg/auth/rbac", "pkg/auth/rbac/bootstrap",
+	{"filters", []string{"pkg/auth/authorizer", "pkg/auth/authn", "pkg/auth/filters", "pkg/auth/node", "pkg/auth/rbac", "pkg/auth/rbac/bootstrap",
 		"pkg/auth/review", "pkg/auth/signers", "pkg/audit", "pkg/limits", "pkg/flowcontrol"}},
 	{"controllers", []string{"pkg/controller", "pkg/controller/certificates", "pkg/crd/crdcontroller"}},
 	{"assembly", []string{"pkg/app", "pkg/testenv", "pkg/bench", "cmd/watchcache", "e2e", "e2e/internal/reconcilertest", "test/ha",

@@ -42,8 +42,8 @@ func TestExposureWarnings(t *testing.T) {
 }
 
 // TestStartRefusesBadSecurityConfig: a malformed token file, a bad signing
-// key or an unknown authorization mode refuse the start with a message
-// naming the culprit.
+// key, an unknown authorization mode or admission plugin refuse the start
+// with a message naming the culprit (kube-apiserver's, where it has one).
 func TestStartRefusesBadSecurityConfig(t *testing.T) {
 	dir := t.TempDir()
 	tokens := dir + "/tokens.csv"
@@ -56,7 +56,11 @@ func TestStartRefusesBadSecurityConfig(t *testing.T) {
 	}{
 		"token file":  {Config{TokenAuthFile: tokens}, tokens + ":2:"},
 		"signing key": {Config{ServiceAccountSigningKeyFile: key}, key},
-		"mode":        {Config{AuthorizationModes: []string{"Webhook"}}, `unknown authorization mode "Webhook"`},
+		"mode":        {Config{AuthorizationModes: []string{"Node", "Bogus"}}, `authorization-mode "Bogus" is not a valid mode`},
+		"webhook":     {Config{AuthorizationModes: []string{"Webhook"}}, `authorization-mode "Webhook" is not supported by watchcache`},
+		"plugin":      {Config{EnableAdmissionPlugins: []string{"Bogus"}}, `enable-admission-plugins plugin "Bogus" is unknown`},
+		"both": {Config{EnableAdmissionPlugins: []string{"NodeRestriction"}, DisableAdmissionPlugins: []string{"NodeRestriction", "ServiceAccount"}},
+			`[NodeRestriction] in enable-admission-plugins and disable-admission-plugins overlapped`},
 	} {
 		cfg := tc.cfg
 		cfg.DataDir, cfg.EtcdUnsafeNoFsync, cfg.Log = t.TempDir(), true, slog.New(slog.DiscardHandler)

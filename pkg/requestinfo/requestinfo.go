@@ -34,6 +34,9 @@ type Info struct {
 	// selector metadata.name=N, it is N (as kube-apiserver sets it, so that
 	// resourceNames rules can allow watching one object).
 	Name string
+	// FieldSelector is a list's or watch's fieldSelector parameter, as
+	// given (the Node authorizer reads spec.nodeName from it).
+	FieldSelector string
 	// Parts are the path segments after the group version, without
 	// "watch/" and "namespaces/{ns}/".
 	Parts []string
@@ -111,6 +114,7 @@ func parse(method, path string, query url.Values) *Info {
 		info.Verb = "deletecollection"
 	}
 	if info.Verb == "list" || info.Verb == "watch" || info.Verb == "deletecollection" {
+		info.FieldSelector = query.Get("fieldSelector")
 		if name, ok := nameFromFieldSelector(query.Get("fieldSelector")); ok {
 			info.Name = name
 		}

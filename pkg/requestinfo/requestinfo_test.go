@@ -32,9 +32,9 @@ func TestParse(t *testing.T) {
 		{"PATCH", "/apis/example.com/v1/widgets/w", Info{IsResourceRequest: true, Verb: "patch", APIGroup: "example.com",
 			APIVersion: "v1", Resource: "widgets", Name: "w", Parts: []string{"widgets", "w"}}},
 		{"GET", "/api/v1/nodes?fieldSelector=metadata.name%3Dn1&watch=true", Info{IsResourceRequest: true, Verb: "watch",
-			APIVersion: "v1", Resource: "nodes", Name: "n1", Parts: []string{"nodes"}}},
+			APIVersion: "v1", Resource: "nodes", Name: "n1", FieldSelector: "metadata.name=n1", Parts: []string{"nodes"}}},
 		{"GET", "/api/v1/nodes?fieldSelector=metadata.name!%3Dn1", Info{IsResourceRequest: true, Verb: "list",
-			APIVersion: "v1", Resource: "nodes", Parts: []string{"nodes"}}},
+			APIVersion: "v1", Resource: "nodes", FieldSelector: "metadata.name!=n1", Parts: []string{"nodes"}}},
 	}
 	for _, c := range cases {
 		u, err := url.Parse(c.url)

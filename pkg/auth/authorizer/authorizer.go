@@ -30,6 +30,8 @@ type Attributes struct {
 	Resource    string
 	Subresource string
 	Name        string
+	// FieldSelector is a list's or watch's field selector, as given.
+	FieldSelector string
 }
 
 // AttributesOf are the authorization attributes of the request that info
@@ -39,6 +41,7 @@ func AttributesOf(info *requestinfo.Info, u *user.Info) Attributes {
 		User: u, Verb: info.Verb, ResourceRequest: info.IsResourceRequest, Path: info.Path,
 		APIGroup: info.APIGroup, APIVersion: info.APIVersion, Namespace: info.Namespace,
 		Resource: info.Resource, Subresource: info.Subresource, Name: info.Name,
+		FieldSelector: info.FieldSelector,
 	}
 }
 

@@ -189,6 +189,9 @@ func (rv *Reviewer) access(ctx context.Context, u *user.Info, ra *authorizationv
 		a.ResourceRequest = true
 		a.Verb, a.APIGroup, a.APIVersion, a.Namespace = ra.Verb, ra.Group, ra.Version, ra.Namespace
 		a.Resource, a.Subresource, a.Name = ra.Resource, ra.Subresource, ra.Name
+		if ra.FieldSelector != nil {
+			a.FieldSelector = ra.FieldSelector.RawSelector
+		}
 	} else {
 		a.Verb, a.Path = nra.Verb, nra.Path
 	}
