@@ -35,7 +35,9 @@ type admissionStep struct {
 // and pod totals) and DefaultStorageClass/DefaultIngressClass. The
 // cluster-scoped objects it makes are deleted after it, and the watch
 // cache has each object made before the next request, as admission reads
-// them from it.
+// them from it. (Recorded with the ServiceAccount plugin off: the two pods
+// whose containers are compared whole opt out of its token volume, which
+// TestServiceAccountAdmission checks.)
 func TestBuiltinAdmission(t *testing.T) {
 	ns := htNamespace(t, "admission")
 	data, err := os.ReadFile("testdata/admission.json")
