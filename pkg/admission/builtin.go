@@ -22,7 +22,7 @@ import (
 // Builtin runs the default admission plugins of kube-apiserver 1.37 that
 // decide from other objects, read from Registry's stores (the watch
 // cache): LimitRanger (limitranger.go), ServiceAccount
-// (serviceaccount.go), NodeRestriction (noderestriction.go), Priority
+// (serviceaccount.go), Priority
 // (priority.go), DefaultStorageClass and DefaultIngressClass
 // (defaultclass.go), those of Plugins (nil: kube-apiserver's defaults). The
 // defaults of the plugins that need no other object

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -157,5 +158,81 @@ func TestNodeAuthorizer(t *testing.T) {
 	}
 	if pods, err := n1.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=n1"}); err != nil || len(pods.Items) != 1 {
 		t.Errorf("n1 lists its pods: %v", err)
+	}
+}
+
+// TestNodeRestriction: with --enable-admission-plugins NodeRestriction,
+// node n1's writes are refused with kube-apiserver 1.37's messages
+// (recorded from one with Node,RBAC and the plugin), and its own Node,
+// mirror pod and Lease are accepted.
+func TestNodeRestriction(t *testing.T) {
+	rc, cs := startNodeApp(t, []string{"NodeRestriction"}, nil)
+	ctx := context.Background()
+	n1 := asNode(rc, "n1")
+	yes := true
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "node1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p2, err := cs.CoreV1().Pods("node1").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p2"},
+		Spec: corev1.PodSpec{NodeName: "n2", AutomountServiceAccountToken: new(bool), Containers: []corev1.Container{{Name: "c", Image: "x"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeObj := func(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{Taints: taints}}
+	}
+	mirror := func(name, node string, owners []metav1.OwnerReference, volumes ...corev1.Volume) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"kubernetes.io/config.mirror": "x"}, OwnerReferences: owners},
+			Spec: corev1.PodSpec{NodeName: node, Volumes: volumes, Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+	}
+	refuse := func(what, want string, err error) {
+		t.Helper()
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: %v\nwant %s", what, err, want)
+		}
+	}
+	_, err = n1.CoreV1().Nodes().Create(ctx, nodeObj("n2", nil), metav1.CreateOptions{})
+	refuse("another Node", `nodes "n2" is forbidden: node "n1" is not allowed to modify node "n2"`, err)
+	_, err = n1.CoreV1().Nodes().Create(ctx, nodeObj("n1", map[string]string{"example.kubernetes.io/x": "y", "kubernetes.io/hostname": "n1"}), metav1.CreateOptions{})
+	refuse("a kubernetes.io label", `nodes "n1" is forbidden: node "n1" is not allowed to set the following labels: example.kubernetes.io/x`, err)
+	self, err := n1.CoreV1().Nodes().Create(ctx, nodeObj("n1", map[string]string{"kubernetes.io/hostname": "n1", "topology.kubernetes.io/zone": "z",
+		"a.example.com/x": "y"}, corev1.Taint{Key: "t", Effect: corev1.TaintEffectNoSchedule}), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("its own Node: %v", err)
+	}
+	_, err = n1.CoreV1().Nodes().Patch(ctx, "n1", "application/merge-patch+json", []byte(`{"spec":{"taints":[]}}`), metav1.PatchOptions{})
+	refuse("taints", `nodes "n1" is forbidden: node "n1" is not allowed to modify taints`, err)
+	_, err = n1.CoreV1().Nodes().Patch(ctx, "n1", "application/merge-patch+json", []byte(`{"metadata":{"labels":{"node-restriction.kubernetes.io/a":"b"}}}`), metav1.PatchOptions{})
+	refuse("a node-restriction label", `nodes "n1" is forbidden: is not allowed to modify labels: node-restriction.kubernetes.io/a`, err)
+	if _, err := n1.CoreV1().Nodes().Patch(ctx, "n1", "application/merge-patch+json", []byte(`{"metadata":{"labels":{"foo":"bar"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Errorf("another label: %v", err)
+	}
+
+	pods := n1.CoreV1().Pods("node1")
+	owner := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "n1", UID: self.UID, Controller: &yes}}
+	_, err = pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "r1"}, Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "x"}}}}, metav1.CreateOptions{})
+	refuse("a pod", `pods "r1" is forbidden: pod does not have "kubernetes.io/config.mirror" annotation, node "n1" can only create mirror pods`, err)
+	_, err = pods.Create(ctx, mirror("r2", "n2", owner), metav1.CreateOptions{})
+	refuse("another node's mirror pod", `pods "r2" is forbidden: node "n1" can only create pods with spec.nodeName set to itself`, err)
+	_, err = pods.Create(ctx, mirror("r3", "n1", nil), metav1.CreateOptions{})
+	refuse("no owner", `pods "r3" is forbidden: node "n1" can only create pods with an owner reference set to itself`, err)
+	_, err = pods.Create(ctx, mirror("r6", "n1", []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "n1", UID: self.UID}}), metav1.CreateOptions{})
+	refuse("no controller", `pods "r6" is forbidden: node "n1" can only create pods with a controller owner reference set to itself`, err)
+	_, err = pods.Create(ctx, mirror("r7", "n1", owner, corev1.Volume{Name: "v", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim1"}}}), metav1.CreateOptions{})
+	refuse("a claim", `pods "r7" is forbidden: node "n1" can not create pods that reference persistentvolumeclaims`, err)
+	if _, err := pods.Create(ctx, mirror("r4", "n1", owner), metav1.CreateOptions{}); err != nil {
+		t.Errorf("its mirror pod: %v", err)
+	}
+	p2.Status.Message = "x"
+	_, err = pods.UpdateStatus(ctx, p2, metav1.UpdateOptions{})
+	refuse("another node's pod status", `pods "p2" is forbidden: node "n1" can only update pod status for pods with spec.nodeName set to itself`, err)
+	err = pods.Delete(ctx, "p2", metav1.DeleteOptions{})
+	refuse("another node's pod", `pods "p2" is forbidden: node "n1" can only delete pods with spec.nodeName set to itself`, err)
+	leases := n1.CoordinationV1().Leases("kube-node-lease")
+	_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}, metav1.CreateOptions{})
+	refuse("another node's Lease", `leases.coordination.k8s.io "n2" is forbidden: can only access node lease with the same name as the requesting node`, err)
+	if _, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{}); err != nil {
+		t.Errorf("its Lease: %v", err)
 	}
 }

@@ -56,8 +56,10 @@ func writePipeline(cfg Config, registry *resource.Registry, authz *authorization
 		[]pipeline.Stage{
 			{Name: "Service cluster IPs (allocation)", Step: servicenet.Allocate{Allocator: alloc}},
 			{Name: "Service node ports (allocation)", Step: servicenet.AllocateNodePorts{NodePorts: nodePorts}},
-			{Name: "validation", Step: pipeline.Validation},
-			{Name: "LimitRanger, ServiceAccount, NodeRestriction, Priority (validating)", Step: admission.ValidatingPlugins{Builtin: plugins}},
+			{Name: "validation", Step: pipeline.Validation}},
+		stage(admission.NodeRestrictionPlugin, pipeline.Stage{Name: "NodeRestriction", Step: admission.NodeRestriction{Builtin: plugins}}),
+		[]pipeline.Stage{
+			{Name: "LimitRanger, ServiceAccount, Priority (validating)", Step: admission.ValidatingPlugins{Builtin: plugins}},
 			{Name: "CertificateApproval, CertificateSigning, ClusterTrustBundleAttest, CertificateSubjectRestriction",
 				Step: signers.Admission{Authorizer: authz}}},
 		stage(admission.ValidatingPolicyPlugin, pipeline.Stage{Name: "ValidatingAdmissionPolicy", Step: admission.ValidatingPolicies{Webhooks: webhooks}}),
