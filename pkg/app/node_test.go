@@ -236,3 +236,28 @@ func TestNodeRestriction(t *testing.T) {
 		t.Errorf("its Lease: %v", err)
 	}
 }
+
+// TestAdmissionPluginFlags: --disable-admission-plugins ServiceAccount
+// lets a pod name a ServiceAccount that does not exist and gives it no
+// token volume (as envtest's kube-apiserver, which disables it); a plugin
+// kube-apiserver has and watchcache does not run is accepted with a
+// warning.
+func TestAdmissionPluginFlags(t *testing.T) {
+	var log lockedBuffer
+	a, err := Start(Config{DataDir: t.TempDir(), EtcdPrefix: "/registry", EtcdUnsafeNoFsync: true, WatchCache: true,
+		EnableAdmissionPlugins: []string{"AlwaysPullImages"}, DisableAdmissionPlugins: []string{"ServiceAccount"},
+		Log: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	if !strings.Contains(log.String(), "enable-admission-plugins: admission plugin AlwaysPullImages is not implemented by watchcache; ignored") {
+		t.Errorf("no warning of AlwaysPullImages in the log:\n%s", log.String())
+	}
+	_, cs := adminClient(t, a)
+	pod, err := cs.CoreV1().Pods("default").Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec: corev1.PodSpec{ServiceAccountName: "missing", Containers: []corev1.Container{{Name: "c", Image: "x"}}}}, metav1.CreateOptions{})
+	if err != nil || len(pod.Spec.Volumes) != 0 || len(pod.Spec.Containers[0].VolumeMounts) != 0 {
+		t.Fatalf("a pod without the ServiceAccount plugin: %v, %+v", err, pod)
+	}
+}
