@@ -176,10 +176,12 @@ func (p *Pipeline) commit(ctx context.Context, req *Request, rv uint64, objs ...
 func (p *Pipeline) Create(ctx context.Context, store storage.Interface, key string, req *Request, encode Encoder) (*object.Object, error) {
 	data, err := p.admit(ctx, req, encode)
 	if err != nil {
+		req.abort(ctx)
 		return nil, err
 	}
 	created, err := store.Create(ctx, key, data)
 	if err != nil {
+		req.abort(ctx)
 		return nil, err
 	}
 	p.commit(ctx, req, created.ResourceVersion(), created)
@@ -190,11 +192,16 @@ func (p *Pipeline) Create(ctx context.Context, store storage.Interface, key stri
 // the current object (each attempt of the optimistic update its own, on
 // the object as it then is), which is admitted and stored. An update that
 // takes the last finalizer from an object being deleted deletes it
-// (package deletion). The committed stages are told of the result.
+// (package deletion). The committed stages are told of the result; what
+// the stages took for an attempt that was not stored is given back
+// (Request.OnAbort).
 func (p *Pipeline) Update(ctx context.Context, store storage.Interface, key string,
 	next func(cur *object.Object) (*Request, Encoder, error)) (*object.Object, error) {
 	var last *Request
 	updated, err := store.GuaranteedUpdate(ctx, key, nil, func(cur *object.Object) ([]byte, error) {
+		if last != nil { // the previous attempt was not stored
+			last.abort(ctx)
+		}
 		req, encode, err := next(cur)
 		if err != nil {
 			return nil, err
@@ -203,6 +210,9 @@ func (p *Pipeline) Update(ctx context.Context, store storage.Interface, key stri
 		return p.admit(ctx, req, encode)
 	}, nil)
 	if err != nil {
+		if last != nil {
+			last.abort(ctx)
+		}
 		return nil, err
 	}
 	if updated, err = deletion.FinishUpdate(ctx, last.Resource, store, updated); err != nil {

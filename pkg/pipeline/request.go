@@ -32,6 +32,28 @@ type Request struct {
 	// Stored is the object's encoding as it will be stored, for the
 	// validating stages (set once it is validated; none for a delete).
 	Stored []byte
+
+	// aborts undo what stages took for this write (OnAbort).
+	aborts []func(context.Context)
+}
+
+// OnAbort registers undo, which gives back what a stage took for the write
+// (an IP, a node port), to run if the write is then not stored: a later
+// stage refuses it, storage fails, or an update's attempt is retried on a
+// newer object. It runs once, with a context that outlives the request.
+// Like kube-apiserver's transaction rollback, it also runs when storage's
+// outcome is unknown (a timeout); the repair passes mend that case.
+func (r *Request) OnAbort(undo func(context.Context)) {
+	r.aborts = append(r.aborts, undo)
+}
+
+// abort runs the undos of r, the last registered first.
+func (r *Request) abort(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx)
+	for i := len(r.aborts) - 1; i >= 0; i-- {
+		r.aborts[i](ctx)
+	}
+	r.aborts = nil
 }
 
 // warningsKey is the context key of a request's warning sink.

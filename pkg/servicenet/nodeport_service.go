@@ -254,6 +254,19 @@ func (s AllocateNodePorts) Mutate(ctx context.Context, req *pipeline.Request) (m
 	if err != nil {
 		return nil, err
 	}
+	if !req.DryRun { // give back what was taken if the write is not stored
+		var taken []int
+		for _, w := range requested {
+			taken = append(taken, w.port)
+		}
+		if hcRequested {
+			taken = append(taken, hc)
+		}
+		for _, np := range got {
+			taken = append(taken, np)
+		}
+		req.OnAbort(func(ctx context.Context) { s.Release(ctx, taken) })
+	}
 	for _, m := range ports {
 		if np, ok := got[toInt(m["port"])]; ok && toInt(m["nodePort"]) == 0 {
 			m["nodePort"] = int64(np)

@@ -227,7 +227,16 @@ func (s Allocate) take(ctx context.Context, req *pipeline.Request, addr netip.Ad
 		}
 		return err
 	}
+	s.releaseOnAbort(req, addr)
 	return nil
+}
+
+// releaseOnAbort gives addr, just taken for req, back if req's write is
+// not stored (kube-apiserver's Service REST releases it in its
+// transaction's rollback).
+func (s Allocate) releaseOnAbort(req *pipeline.Request, addr netip.Addr) {
+	ns, name := req.Namespace, req.Name
+	req.OnAbort(func(ctx context.Context) { s.ReleaseIP(ctx, addr.String(), ns, name) })
 }
 
 // Create stores the IPAddress of addr with its parentRef to the Service
@@ -307,6 +316,7 @@ func (s Allocate) allocate(ctx context.Context, req *pipeline.Request, fam strin
 				}
 				err := s.Create(ctx, addr, req.Namespace, req.Name)
 				if err == nil {
+					s.releaseOnAbort(req, addr)
 					return addr, nil
 				}
 				if storage.CodeOf(err) != storage.ErrAlreadyExists {
