@@ -255,6 +255,9 @@ type Config struct {
 	// in front of it. A test hook: tests use it to hold a cache in
 	// initialization and to count the reads that reach etcd.
 	WrapStore func(resource string, s storage.Interface) storage.Interface
+	// ServiceRepairInterval is how often the cluster IP and node port
+	// repair passes run (0: every 30 s; no flag, a test hook).
+	ServiceRepairInterval time.Duration
 }
 
 // App is a running server.
@@ -543,7 +546,7 @@ func (a *App) startControllerManager(ctx context.Context, cfg Config, registry *
 		cfg.Log.Info("--controllers: watchcache does not run these kube-controller-manager controllers; run kube-controller-manager for them", "controllers", left)
 	}
 	manager := controller.Manager{Registry: registry, RootCA: rootCA, NodePorts: a.nodePorts, Controllers: selection,
-		QuotaResync: cfg.ResourceQuotaSyncPeriod, Others: others, Log: cfg.Log}
+		QuotaResync: cfg.ResourceQuotaSyncPeriod, RepairInterval: cfg.ServiceRepairInterval, Others: others, Log: cfg.Log}
 	running := func() float64 { return 1 }
 	if cfg.LeaderElect {
 		leases := registry.Lookup("coordination.k8s.io", "v1", "leases")

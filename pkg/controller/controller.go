@@ -15,6 +15,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -50,6 +51,9 @@ type Manager struct {
 	// QuotaResync is the quota controller's full recomputation period (0:
 	// DefaultQuotaResync).
 	QuotaResync time.Duration
+	// RepairInterval is how often the cluster IP and node port repair
+	// passes run (0: every 30 s).
+	RepairInterval time.Duration
 	// Others are the controllers of other packages (package
 	// certificates'), run as Controllers selects them.
 	Others []Named
@@ -89,10 +93,11 @@ func (m Manager) Run(ctx context.Context) {
 			wg.Go(func() { o.Run(ctx) })
 		}
 	}
-	wg.Go(func() { repair(ctx, "cluster IP", (&servicenet.Allocator{Registry: m.Registry}).Repair, m.Log) })
+	every := cmp.Or(m.RepairInterval, repairInterval)
+	wg.Go(func() { repair(ctx, "cluster IP", (&servicenet.Allocator{Registry: m.Registry}).Repair, every, m.Log) })
 	if m.NodePorts != nil {
 		r := &servicenet.NodePortRepair{NodePorts: m.NodePorts, Registry: m.Registry, Log: m.Log}
-		wg.Go(func() { repair(ctx, "node port", r.Repair, m.Log) })
+		wg.Go(func() { repair(ctx, "node port", r.Repair, every, m.Log) })
 	}
 	wg.Wait()
 }
@@ -189,12 +194,12 @@ func (goneStore) Delete(_ context.Context, key string, _ *storage.Preconditions,
 }
 
 // repairInterval is how often the cluster IPs and node ports are
-// repaired.
+// repaired by default.
 const repairInterval = 30 * time.Second
 
 // repair runs one of kube-apiserver's repairs (servicenet's: cluster IPs,
 // node ports) at once and every repairInterval.
-func repair(ctx context.Context, what string, pass func(context.Context) error, log *slog.Logger) {
+func repair(ctx context.Context, what string, pass func(context.Context) error, every time.Duration, log *slog.Logger) {
 	for {
 		if err := pass(ctx); err != nil && ctx.Err() == nil {
 			log.Warn(what+" repair", "err", err)
@@ -202,7 +207,7 @@ func repair(ctx context.Context, what string, pass func(context.Context) error, 
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(repairInterval):
+		case <-time.After(every):
 		}
 	}
 }
