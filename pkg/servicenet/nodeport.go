@@ -238,6 +238,20 @@ func (n *NodePorts) Release(ctx context.Context, ports []int) error {
 	})
 }
 
+// Taken are the ports the record holds taken, in order.
+func (n *NodePorts) Taken(ctx context.Context) ([]int, error) {
+	var out []int
+	err := n.update(ctx, true, func(b *bitmap) error {
+		for p := n.Range.Base; p < n.Range.Base+n.Range.Size; p++ {
+			if b.has(p) {
+				out = append(out, p)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 // errFull is kube-apiserver's error for a full range (not recorded).
 func errFull() error {
 	return apierrors.NewInternalError(fmt.Errorf("failed to allocate a nodePort: range is full"))
