@@ -87,10 +87,12 @@ type NodePorts struct {
 	Range PortRange
 }
 
-// bitmap is the set of taken ports of a range.
+// bitmap is the set of taken ports of a range, as of the record's
+// revision rv (0: no record yet).
 type bitmap struct {
 	r    PortRange
 	bits *big.Int
+	rv   uint64
 }
 
 func (b *bitmap) has(p int) bool { return b.r.Contains(p) && b.bits.Bit(p-b.r.Base) == 1 }
@@ -114,6 +116,7 @@ func (n *NodePorts) decode(o *object.Object) (*bitmap, error) {
 	if o == nil {
 		return b, nil
 	}
+	b.rv = o.ResourceVersion()
 	var rec rangeRecord
 	if err := json.Unmarshal(o.JSON(), &rec); err != nil {
 		return nil, err

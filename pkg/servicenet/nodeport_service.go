@@ -6,6 +6,7 @@ package servicenet
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/big"
@@ -335,8 +336,22 @@ type NodePortRepair struct {
 	leaks    map[int]int
 }
 
-// Repair runs one pass.
+// errRecordChanged ends a repair pass whose record changed after its
+// Services were listed.
+var errRecordChanged = errors.New("node port repair: the record changed during the pass; the next pass repairs")
+
+// Repair runs one pass. Like kube-apiserver's, it reads the record before
+// it lists the Services and writes only if the record is still the one
+// it read: a port freed after the list (a Service deleted) must not be
+// set again from the list.
 func (r *NodePortRepair) Repair(ctx context.Context) error {
+	before, err := r.Store.Get(ctx, NodePortKey, storage.GetOptions{})
+	if storage.IsNotFound(err) {
+		return nil // nothing allocated yet
+	}
+	if err != nil {
+		return err
+	}
 	res := r.Registry.Lookup("", "v1", "services")
 	services, err := r.Registry.Store(res).GetList(ctx, res.Scope(""), storage.ListOptions{})
 	if err != nil {
@@ -362,6 +377,9 @@ func (r *NodePortRepair) Repair(ctx context.Context) error {
 	}
 	var leaks map[int]int
 	err = r.update(ctx, false, func(b *bitmap) error {
+		if b.rv != before.ResourceVersion() {
+			return errRecordChanged
+		}
 		leaks = map[int]int{}
 		next := &bitmap{r: r.Range, bits: new(big.Int)}
 		for p := range held {
@@ -381,6 +399,9 @@ func (r *NodePortRepair) Repair(ctx context.Context) error {
 	})
 	if err == nil {
 		r.leaks = leaks
+	}
+	if errors.Is(err, errRecordChanged) {
+		return nil
 	}
 	return err
 }
