@@ -132,7 +132,7 @@ func defaultTargetPort(port map[string]any) {
 }
 
 // defaultServiceTraffic (a service spec): traffic policies and the IP
-// family of a single-stack IPv4 cluster.
+// family policy.
 func defaultServiceTraffic(spec map[string]any) {
 	kind := spec["type"]
 	if kind == "ExternalName" {
@@ -143,7 +143,8 @@ func defaultServiceTraffic(spec map[string]any) {
 		setIfAbsent(spec, "externalTrafficPolicy", "Cluster")
 	}
 	setIfAbsent(spec, "ipFamilyPolicy", "SingleStack")
-	setIfAbsent(spec, "ipFamilies", []any{"IPv4"})
+	// ipFamilies: package servicenet's allocation, which knows the
+	// cluster's families.
 }
 
 // defaultClusterIPs (a service spec): the cluster IPs are the cluster IP

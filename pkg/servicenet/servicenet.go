@@ -18,6 +18,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,11 +82,11 @@ func (s Allocate) Mutate(ctx context.Context, req *pipeline.Request) (map[string
 		return obj, nil
 	}
 	spec, _ := obj["spec"].(map[string]any)
-	if spec == nil || !needsIP(spec) {
+	if spec == nil || spec["type"] == "ExternalName" {
 		return obj, nil
 	}
 	ip, _ := spec["clusterIP"].(string)
-	if req.OldObject != nil { // an update: the IP stays
+	if req.OldObject != nil { // an update: the IPs stay (a change of families is not supported)
 		oldSpec, _ := req.OldObject["spec"].(map[string]any)
 		old, _ := oldSpec["clusterIP"].(string)
 		if old != "" && old != "None" {
@@ -98,27 +99,159 @@ func (s Allocate) Mutate(ctx context.Context, req *pipeline.Request) (map[string
 			}
 			return obj, nil
 		}
+		if !needsIP(spec) {
+			return obj, nil
+		}
 	}
-	if ip != "" {
-		if ips, _ := spec["clusterIPs"].([]any); len(ips) > 0 && ips[0] != ip {
-			return obj, nil // validation's "first value must match `clusterIP`"
-		}
-		addr, err := netip.ParseAddr(ip)
-		if err != nil {
-			return obj, nil // validation's "must be a valid IP address"
-		}
-		if err := s.take(ctx, req, addr, true); err != nil {
-			return nil, err
-		}
-	} else {
-		addr, err := s.allocate(ctx, req, family(spec))
-		if err != nil {
-			return nil, err
-		}
-		ip = addr.String()
+	ranges, err := s.Ranges(ctx)
+	if err != nil {
+		return nil, err
 	}
-	spec["clusterIP"], spec["clusterIPs"] = ip, []any{ip}
+	fams, errs := families(spec, ranges)
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, req.Name, errs)
+	}
+	if !needsIP(spec) {
+		return obj, nil
+	}
+	given := stringsOf(spec["clusterIPs"])
+	if len(given) == 0 && ip != "" {
+		given = []string{ip}
+	}
+	var ips []any
+	for i, fam := range fams {
+		var addr netip.Addr
+		if i < len(given) && given[i] != "" {
+			if addr, err = netip.ParseAddr(given[i]); err != nil {
+				return obj, nil // validation's "must be a valid IP address"
+			}
+			err = s.take(ctx, req, addr, true)
+		} else {
+			addr, err = s.allocate(ctx, req, fam)
+		}
+		if err != nil {
+			return nil, err // what was taken before is given back (OnAbort)
+		}
+		ips = append(ips, addr.String())
+	}
+	spec["clusterIP"], spec["clusterIPs"] = ips[0], ips
 	return obj, nil
+}
+
+func stringsOf(v any) []string {
+	var out []string
+	l, _ := v.([]any)
+	for _, e := range l {
+		s, _ := e.(string)
+		out = append(out, s)
+	}
+	return out
+}
+
+// families settles a created Service's ipFamilyPolicy and ipFamilies (in
+// spec) against the cluster's ranges, as kube-apiserver's Service REST
+// does, and returns the families to allocate in; the errors are
+// kube-apiserver's (recorded from kube-apiserver 1.37, single- and
+// dual-stack, in testdata/dualstack.txt of package app).
+func families(spec map[string]any, ranges []netip.Prefix) ([]string, field.ErrorList) {
+	var cluster []string // the cluster's families, the primary first
+	for _, p := range ranges {
+		if f := familyOf(p.Addr()); !slices.Contains(cluster, f) {
+			cluster = append(cluster, f)
+		}
+	}
+	if len(cluster) == 0 {
+		cluster = []string{"IPv4"}
+	}
+	policyPath, famPath, ipsPath := field.NewPath("spec", "ipFamilyPolicy"), field.NewPath("spec", "ipFamilies"), field.NewPath("spec", "clusterIPs")
+	policy, _ := spec["ipFamilyPolicy"].(string)
+	if policy == "" {
+		policy = "SingleStack"
+	}
+	var errs field.ErrorList
+	if !slices.Contains([]string{"PreferDualStack", "RequireDualStack", "SingleStack"}, policy) {
+		errs = append(errs, field.NotSupported(policyPath, policy, []string{"PreferDualStack", "RequireDualStack", "SingleStack"}))
+	}
+	fams := stringsOf(spec["ipFamilies"])
+	for i, f := range fams {
+		if f != "IPv4" && f != "IPv6" {
+			errs = append(errs, field.NotSupported(famPath.Index(i), f, []string{"IPv4", "IPv6"}))
+		} else if slices.Index(fams, f) < i {
+			errs = append(errs, field.Duplicate(famPath.Index(i), f))
+		}
+	}
+	ips := stringsOf(spec["clusterIPs"])
+	if len(ips) == 0 {
+		if ip, _ := spec["clusterIP"].(string); ip != "" {
+			ips = []string{ip}
+		}
+	}
+	headless := len(ips) > 0 && ips[0] == "None"
+	if policy == "SingleStack" {
+		if len(fams) > 1 {
+			errs = append(errs, field.Invalid(policyPath, policy, "must be 'RequireDualStack' or 'PreferDualStack' when multiple IP families are specified"))
+		} else if len(ips) > 1 {
+			errs = append(errs, field.Invalid(policyPath, policy, "must be 'RequireDualStack' or 'PreferDualStack' when multiple cluster IPs are specified"))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	if headless && spec["selector"] == nil {
+		// A headless Service without selector is of both families,
+		// whatever the cluster's (as kube-apiserver gives it).
+		policy = "RequireDualStack"
+		if len(fams) == 0 {
+			fams = []string{cluster[0]}
+		}
+		fams = append(fams[:1], other(fams[0]))
+		spec["ipFamilyPolicy"], spec["ipFamilies"] = policy, anys(fams)
+		return nil, nil
+	}
+	if len(fams) == 0 {
+		fams = []string{cluster[0]}
+		if !headless && len(ips) > 0 {
+			if a, err := netip.ParseAddr(ips[0]); err == nil {
+				fams[0] = familyOf(a)
+			}
+		}
+	}
+	for i, ip := range ips {
+		if a, err := netip.ParseAddr(ip); err == nil && i < len(fams) && familyOf(a) != fams[i] {
+			errs = append(errs, field.Invalid(ipsPath.Index(i), ip, fmt.Sprintf("expected an %s value as indicated by `ipFamilies[%d]`", fams[i], i)))
+		}
+	}
+	for i, f := range fams {
+		if !slices.Contains(cluster, f) {
+			errs = append(errs, field.Invalid(famPath.Index(i), f, "not configured on this cluster"))
+		}
+	}
+	if policy == "RequireDualStack" && len(cluster) < 2 {
+		errs = append(errs, field.Invalid(policyPath, policy, "this cluster is not configured for dual-stack services"))
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	if policy != "SingleStack" && len(fams) == 1 && len(cluster) == 2 {
+		fams = append(fams, other(fams[0]))
+	}
+	spec["ipFamilyPolicy"], spec["ipFamilies"] = policy, anys(fams)
+	return fams, nil
+}
+
+func other(fam string) string {
+	if fam == "IPv4" {
+		return "IPv6"
+	}
+	return "IPv4"
+}
+
+func anys(l []string) []any {
+	out := make([]any, len(l))
+	for i, s := range l {
+		out[i] = s
+	}
+	return out
 }
 
 // family is the IP family a Service asks for first (IPv4 by default).
@@ -431,14 +564,17 @@ const repairGrace = 10 * time.Second
 // Repair is kube-apiserver's repair of cluster IPs: the IPAddress of
 // every IP a Service holds exists, and an IPAddress of the allocator whose
 // Service is gone or no longer holds it is deleted (after repairGrace).
+//
+// The IPAddresses are listed before the Services: an IP released after
+// the Services' list (its Service deleted) is then not created again.
 func (a *Allocator) Repair(ctx context.Context) error {
-	svcRes := a.Registry.Lookup("", "v1", "services")
-	services, err := a.Registry.Store(svcRes).GetList(ctx, svcRes.Scope(""), storage.ListOptions{})
+	ipRes, ipStore := a.res("ipaddresses")
+	addrs, err := ipStore.GetList(ctx, ipRes.Scope(""), storage.ListOptions{})
 	if err != nil {
 		return err
 	}
-	ipRes, ipStore := a.res("ipaddresses")
-	addrs, err := ipStore.GetList(ctx, ipRes.Scope(""), storage.ListOptions{})
+	svcRes := a.Registry.Lookup("", "v1", "services")
+	services, err := a.Registry.Store(svcRes).GetList(ctx, svcRes.Scope(""), storage.ListOptions{})
 	if err != nil {
 		return err
 	}
