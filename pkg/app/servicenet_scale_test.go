@@ -265,12 +265,14 @@ func TestServicesTwoReplicasAtScale(t *testing.T) {
 		return ""
 	}
 
+	start := time.Now()
 	var names [2][]string
 	var wg sync.WaitGroup
 	for r, cs := range []*kubernetes.Clientset{cs0, cs1} {
 		wg.Go(func() { names[r] = create(cs, fmt.Sprintf("r%d", r), 500, fail) })
 	}
 	wg.Wait()
+	t.Logf("1000 creates through two replicas: %v", time.Since(start))
 	if diff := exact(); diff != "" {
 		t.Fatal("after the creates:", diff)
 	}
@@ -284,6 +286,7 @@ func TestServicesTwoReplicasAtScale(t *testing.T) {
 		t.Fatalf("after the deletes: IPAddresses %v, node ports %v; want only the kubernetes Service's", ips, ports)
 	}
 
+	t.Logf("1000 deletes: %v", time.Since(start))
 	// A third replica is killed while it creates: its creates in flight
 	// have their IPs and node ports but never store the Service.
 	frozen, blocked, thaw := &atomic.Bool{}, &atomic.Int32{}, make(chan struct{})
@@ -316,6 +319,7 @@ func TestServicesTwoReplicasAtScale(t *testing.T) {
 	// one's process lives on, frozen) and the repair passes, which free an
 	// IP 10 s after it was taken and a node port after three passes, leave
 	// exactly what the Services hold.
+	t.Logf("a replica killed: %v", time.Since(start))
 	serviceReplica(t, etcd, dirs[0], t.TempDir(), ipRange, portRange, nil)
 	diff := exact()
 	for deadline := time.Now().Add(45 * time.Second); diff != ""; diff = exact() {
@@ -324,6 +328,7 @@ func TestServicesTwoReplicasAtScale(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+	t.Logf("repaired: %v", time.Since(start))
 	list, err := cs0.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -254,16 +254,6 @@ func anys(l []string) []any {
 	return out
 }
 
-// family is the IP family a Service asks for first (IPv4 by default).
-func family(spec map[string]any) string {
-	if fams, _ := spec["ipFamilies"].([]any); len(fams) > 0 {
-		if f, _ := fams[0].(string); f != "" {
-			return f
-		}
-	}
-	return "IPv4"
-}
-
 func familyOf(a netip.Addr) string {
 	if a.Is4() {
 		return "IPv4"
