@@ -160,6 +160,8 @@ func parseBenchFlags(args []string) (cfg bench.Config, out string, err error) {
 	fs.IntVar(&cfg.ProtobufPods, "protobuf-pods", cfg.ProtobufPods, "protobuf scenario: pods, listed and watched in JSON and in protobuf")
 	fs.IntVar(&cfg.ProtobufWatchers, "protobuf-watchers", cfg.ProtobufWatchers, "protobuf scenario: watchers of all pods in the fan-out, per encoding")
 	fs.IntVar(&cfg.ProtobufUpdates, "protobuf-updates", cfg.ProtobufUpdates, "protobuf scenario: updates of the fan-out, per encoding")
+	fs.IntVar(&cfg.WritePathPods, "writepath-pods", cfg.WritePathPods, "writepath scenario: pods created, then status-patched (issue 29's table: 30000)")
+	fs.StringVar(&cfg.WritePathProfiles, "writepath-profiles", "", "writepath scenario: directory to write the server's CPU profile of each phase's first 10 s to")
 	if err := fs.Parse(args); err != nil {
 		return cfg, "", err
 	}

@@ -113,6 +113,12 @@ type Config struct {
 	// its kubelets are KubeletClients, each for Duration.
 	ProtobufPods, ProtobufWatchers, ProtobufUpdates int
 
+	// The writepath scenario creates WritePathPods pods, then patches each
+	// one's status; WritePathProfiles, if not empty, is a directory to
+	// write a CPU profile of each phase's first seconds to.
+	WritePathPods     int
+	WritePathProfiles string
+
 	// Progress receives the progress bars; Output the results, as text,
 	// scenario by scenario.
 	Progress, Output io.Writer
@@ -128,6 +134,7 @@ func (c *Config) Validate() error {
 		"kubelet client counts": len(c.KubeletClients), "cluster nodes": c.ClusterNodes, "pods per node": c.PodsPerNode,
 		"curve sizes": len(c.CurveSizes), "curve watchers": c.CurveWatchers, "curve updates": c.CurveUpdates,
 		"protobuf pods": c.ProtobufPods, "protobuf watchers": c.ProtobufWatchers, "protobuf updates": c.ProtobufUpdates,
+		"writepath pods": c.WritePathPods,
 	}
 	for name, v := range positive {
 		if v <= 0 {
@@ -205,6 +212,7 @@ func DefaultConfig() Config {
 		ProtobufPods:       50000,
 		ProtobufWatchers:   100,
 		ProtobufUpdates:    2000,
+		WritePathPods:      5000,
 
 		Progress: os.Stderr,
 		Output:   os.Stdout,
@@ -272,6 +280,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	scenarios := map[string]func(context.Context) error{
 		"matrix": b.matrix, "kubelet": b.kubelet, "kubelet-auth": b.kubeletAuth, "select-nothing": b.selectNothing,
 		"paginated": b.paginated, "fanout": b.fanout, "writes": b.writes, "shards": b.shards, "nodes": b.nodes, "curves": b.curves, "protobuf": b.protobuf,
+		"writepath": b.writePath,
 	}
 	sharedRunning := cfg.runsShared()
 	for _, name := range cfg.Scenarios {
@@ -300,9 +309,9 @@ func (b *bench) setup() []string {
 	if b.cfg.runsShared() {
 		setup = b.sharedSetup()
 	}
-	if b.cfg.runs("nodes") || b.cfg.runs("curves") || b.cfg.runs("protobuf") {
-		setup = append(setup, "The nodes, curves and protobuf scenarios run after the others are done and their processes stopped, each on an etcd and a cache-on server of its own "+
-			"(the same flags); their pods are written straight into etcd by the benchmark's etcd client, "+fmt.Sprint(etcdBatch)+" per transaction, as the server stores them "+
+	if b.cfg.runs("nodes") || b.cfg.runs("curves") || b.cfg.runs("protobuf") || b.cfg.runs("writepath") {
+		setup = append(setup, "The nodes, curves, protobuf and writepath scenarios run after the others are done and their processes stopped, each on an etcd and a cache-on server of its own "+
+			"(the same flags); their pods (but writepath's, which it measures creating) are written straight into etcd by the benchmark's etcd client, "+fmt.Sprint(etcdBatch)+" per transaction, as the server stores them "+
 			"(each scenario says how fast: much faster than creating them over HTTP).")
 	}
 	return setup
