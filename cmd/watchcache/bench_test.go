@@ -40,6 +40,7 @@ func TestBenchSmoke(t *testing.T) {
 		"--cluster-nodes=5", "--pods-per-node=4", "--cluster-duration=2s", "--lease-interval=300ms", "--node-status-interval=500ms", "--churn-rate=10",
 		"--curve-sizes=200,400", "--curve-watchers=2", "--curve-updates=10",
 		"--protobuf-pods=120", "--protobuf-watchers=2", "--protobuf-updates=10",
+		"--writepath-pods=64",
 		"--out", filepath.Join(t.TempDir(), "out"),
 	})
 	if err != nil {
@@ -64,11 +65,12 @@ func TestBenchSmoke(t *testing.T) {
 			checkRow(t, s.ID, row)
 		}
 	}
-	want := []string{"initialization", "matrix", "kubelet", "kubelet-auth", "select-nothing", "paginated", "fanout", "writes", "shards", "nodes", "curves", "protobuf"}
+	want := []string{"initialization", "matrix", "kubelet", "kubelet-auth", "select-nothing", "paginated", "fanout", "writes", "shards", "nodes", "curves", "protobuf", "writepath"}
 	if !slices.Equal(ids, want) {
 		t.Errorf("scenarios %v, want %v", ids, want)
 	}
-	checkNewScenarios(t, report.Scenarios[len(report.Scenarios)-3:len(report.Scenarios)-1])
+	checkNewScenarios(t, report.Scenarios[len(report.Scenarios)-4:len(report.Scenarios)-2])
+	checkWritePath(t, report.Scenarios[len(report.Scenarios)-1])
 	checkProtobuf(t, report.Scenarios[len(report.Scenarios)-1])
 	checkShards(t, report.Scenarios[slices.IndexFunc(report.Scenarios, func(s bench.Scenario) bool { return s.ID == "shards" })], 100)
 	if !strings.Contains(text.String(), "10 × 5 KB") || !strings.Contains(text.String(), "cache advantage") || !strings.Contains(text.String(), "RBAC advantage") {
@@ -163,6 +165,22 @@ func TestBenchScenariosFlag(t *testing.T) {
 	}
 	if def := bench.DefaultScenarios(); slices.Contains(def, "nodes") || slices.Contains(def, "curves") || len(def) != 9 {
 		t.Errorf("the default scenarios %v are not the nine of the shared setup", def)
+	}
+}
+
+// checkWritePath checks that the writepath scenario made every write and
+// measured its throughput, latency and the server's memory.
+func checkWritePath(t *testing.T, s bench.Scenario) {
+	t.Helper()
+	if len(s.Rows) != 3 {
+		t.Fatalf("writepath rows %+v, want creates, status patches and after the load", s.Rows)
+	}
+	for _, row := range s.Rows {
+		for _, m := range row.Metrics {
+			if m.Unit != bench.CPUSeconds && !strings.Contains(m.Name, "CPU") && m.Cache <= 0 {
+				t.Errorf("writepath %s %s: %v", row.Label, m.Name, m.Cache)
+			}
+		}
 	}
 }
 

@@ -33,8 +33,8 @@ var scenarioList = []scenarioInfo{
 	{"shards", "sharded list and watch (KEP-5866): 4 sharded informers against one unsharded, and their union", true},
 	{"nodes", "a cluster's load on one cache-on server: kubelets, leases, node status, pod churn, informers; SLIs against Kubernetes' SLOs", false},
 	{"curves", "cost curves: initialization, memory, lists and fan-out at growing numbers of pods", false},
-	{"writepath", "issue 29's write load: pods created by 32 clients, then a pods/status merge patch each; throughput, latency, server CPU per write, RSS", false},
 	{"protobuf", "protobuf against JSON on one cache-on server: LIST all, kubelets, fan-out, client decode and informer sync, memory", false},
+	{"writepath", "issue 29's write load: pods created by 32 clients, then a pods/status merge patch each; throughput, latency, server CPU per write, RSS", false},
 }
 
 // AllScenarios is the value of --scenarios that runs every scenario.
