@@ -6,7 +6,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
@@ -21,6 +20,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/validation"
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
@@ -85,7 +85,13 @@ func (s *Server) prepareUpdate(ctx context.Context, obj map[string]any, req *req
 	if aerr := checkIdentity(meta, req); aerr != nil {
 		return nil, nil, aerr
 	}
-	if aerr := preserveSystemFields(meta, req.res, cur.UID(), creationTimestamp(cur)); aerr != nil {
+	// cur decoded once: its creationTimestamp, then the old object.
+	var old map[string]any
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &old); err != nil {
+		return nil, nil, err
+	}
+	created, _, _ := unstructured.NestedString(old, "metadata", "creationTimestamp")
+	if aerr := preserveSystemFields(meta, req.res, cur.UID(), created); aerr != nil {
 		return nil, nil, aerr
 	}
 	rv, aerr := stringField(meta, "resourceVersion")
@@ -99,10 +105,6 @@ func (s *Server) prepareUpdate(ctx context.Context, obj map[string]any, req *req
 	defaults.Apply(req.res.Group, req.res.Kind, obj)
 	validated := (req.subresource == "" || req.subresource == "scale") && (validation.Has(req.res.Group, req.res.Kind) || req.res.CustomSchema != nil) ||
 		validation.HasSubresource(req.res.Group, req.res.Kind, req.subresource)
-	var old map[string]any
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &old); err != nil {
-		return nil, nil, err
-	}
 	// As kube-apiserver defaults what it reads from etcd: an object
 	// stored before a default existed compares as if it had it.
 	defaults.Apply(req.res.Group, req.res.Kind, old)
@@ -149,13 +151,4 @@ func encodeValid(res *resource.Resource, name, subresource string, obj, old map[
 		return nil, invalidObject(res, name, errs)
 	}
 	return data, nil
-}
-
-// creationTimestamp reads an object's metadata.creationTimestamp.
-func creationTimestamp(obj *object.Object) string {
-	var meta struct {
-		CreationTimestamp string `json:"creationTimestamp"`
-	}
-	json.Unmarshal(obj.AppendMetadata(nil), &meta)
-	return meta.CreationTimestamp
 }
