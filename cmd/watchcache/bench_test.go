@@ -71,7 +71,7 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	checkNewScenarios(t, report.Scenarios[len(report.Scenarios)-4:len(report.Scenarios)-2])
 	checkWritePath(t, report.Scenarios[len(report.Scenarios)-1])
-	checkProtobuf(t, report.Scenarios[len(report.Scenarios)-1])
+	checkProtobuf(t, report.Scenarios[len(report.Scenarios)-2])
 	checkShards(t, report.Scenarios[slices.IndexFunc(report.Scenarios, func(s bench.Scenario) bool { return s.ID == "shards" })], 100)
 	if !strings.Contains(text.String(), "10 × 5 KB") || !strings.Contains(text.String(), "cache advantage") || !strings.Contains(text.String(), "RBAC advantage") {
 		t.Errorf("the printed results lack the matrix or the ratio column:\n%s", text.String())
