@@ -100,7 +100,7 @@ func (c *quotaClient) quota(name string, hard map[string]string, scopes []corev1
 func (c *quotaClient) used(name string, want map[string]string) {
 	c.t.Helper()
 	var got map[string]string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		q, err := c.cs.CoreV1().ResourceQuotas(c.ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			c.t.Fatal(err)
