@@ -82,17 +82,7 @@ func startCluster(t testing.TB, server apiServer, nodeLease, nodeGrace time.Dura
 	c.waitReady(t)
 	t.Logf("%s ready in %.1fs", server.name, time.Since(start).Seconds())
 
-	writeFile(t, c.pki.path("admin.kubeconfig"), fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: %q, certificate-authority: %q}}]
-users: [{name: admin, user: {token: %s}}]
-contexts: [{name: c, context: {cluster: c, user: admin}}]
-current-context: c
-`, c.url, c.pki.path("ca.crt"), adminToken))
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.pki.path("admin.kubeconfig"))
-	check(t, err)
-	cfg.QPS, cfg.Burst = 200, 400
-	c.client = kubernetes.NewForConfigOrDie(cfg)
+	c.connect(t)
 
 	c.pki.client(t, "kcm", "system:kube-controller-manager")
 	startProcess(t, dir, "kube-controller-manager", filepath.Join(bin, "kube-controller-manager"),
@@ -117,6 +107,23 @@ current-context: c
 	return c
 }
 
+// connect writes admin.kubeconfig for the server at c.url, sets c.client
+// from it, and returns its configuration.
+func (c *cluster) connect(t testing.TB) *rest.Config {
+	writeFile(t, c.pki.path("admin.kubeconfig"), fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q, certificate-authority: %q}}]
+users: [{name: admin, user: {token: %s}}]
+contexts: [{name: c, context: {cluster: c, user: admin}}]
+current-context: c
+`, c.url, c.pki.path("ca.crt"), adminToken))
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.pki.path("admin.kubeconfig"))
+	check(t, err)
+	cfg.QPS, cfg.Burst = 200, 400
+	c.client = kubernetes.NewForConfigOrDie(cfg)
+	return cfg
+}
+
 // startKwok starts a kwok managing the nodes annotated kwokAnnotation=name,
 // giving their pods IPs from cidr.
 func (c *cluster) startKwok(t testing.TB, name, cidr string) *process {
@@ -129,39 +136,58 @@ func (c *cluster) startKwok(t testing.TB, name, cidr string) *process {
 }
 
 func startKubeAPIServer(t testing.TB, c *cluster) string {
+	return c.runKubeAPIServer(t, c.startEtcd(t))
+}
+
+// startEtcd starts an etcd (`watchcache etcd`) under c.dir/etcd and
+// returns its client URL.
+func (c *cluster) startEtcd(t testing.TB) string {
 	etcdPort := freePort(t)
 	c.etcd = startProcess(t, c.dir, "etcd", filepath.Join(bin, "watchcache"), "etcd",
 		// fsync on, as watchcache's embedded etcd.
 		"--data-dir="+filepath.Join(c.dir, "etcd"), "--etcd-client-port="+strconv.Itoa(etcdPort))
+	return "http://127.0.0.1:" + strconv.Itoa(etcdPort)
+}
+
+// runKubeAPIServer starts kube-apiserver on the etcd at etcdURL, with the
+// flags extra besides the cluster's, and returns its URL.
+func (c *cluster) runKubeAPIServer(t testing.TB, etcdURL string, extra ...string) string {
 	port := freePort(t)
-	c.server = startProcess(t, c.dir, "kube-apiserver", filepath.Join(bin, "kube-apiserver"),
-		"--etcd-servers=http://127.0.0.1:"+strconv.Itoa(etcdPort),
+	c.server = startProcess(t, c.dir, "kube-apiserver", filepath.Join(bin, "kube-apiserver"), append([]string{
+		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port), "--cert-dir="+filepath.Join(c.dir, "certs"),
-		"--tls-cert-file="+c.pki.path("serving.crt"), "--tls-private-key-file="+c.pki.path("serving.key"),
-		"--client-ca-file="+c.pki.path("ca.crt"),
+		"--secure-port=" + strconv.Itoa(port), "--cert-dir=" + filepath.Join(c.dir, "certs"),
+		"--tls-cert-file=" + c.pki.path("serving.crt"), "--tls-private-key-file=" + c.pki.path("serving.key"),
+		"--client-ca-file=" + c.pki.path("ca.crt"),
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+c.pki.path("sa.key"),
-		"--service-account-signing-key-file="+c.pki.path("sa.key"),
-		"--authorization-mode=RBAC", "--token-auth-file="+c.pki.path("tokens.csv"),
-		"--service-cluster-ip-range="+serviceCIDR,
-		"--endpoint-reconciler-type=none", "-v=0")
+		"--service-account-key-file=" + c.pki.path("sa.key"),
+		"--service-account-signing-key-file=" + c.pki.path("sa.key"),
+		"--authorization-mode=RBAC", "--token-auth-file=" + c.pki.path("tokens.csv"),
+		"--service-cluster-ip-range=" + serviceCIDR,
+		"--endpoint-reconciler-type=none", "-v=0"}, extra...)...)
 	return "https://127.0.0.1:" + strconv.Itoa(port)
 }
 
 func startWatchcache(t testing.TB, c *cluster) string {
-	port := freePort(t)
-	c.server = startProcess(t, c.dir, "watchcache", filepath.Join(bin, "watchcache"),
-		"--data-dir="+filepath.Join(c.dir, "watchcache"), "--etcd-client-port=0",
-		"--secure-port="+strconv.Itoa(port),
-		"--tls-cert-file="+c.pki.path("serving.crt"), "--tls-private-key-file="+c.pki.path("serving.key"),
-		"--client-ca-file="+c.pki.path("ca.crt"),
-		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-signing-key-file="+c.pki.path("sa.key"),
-		"--token-auth-file="+c.pki.path("tokens.csv"),
-		"--service-cluster-ip-range="+serviceCIDR,
+	return c.runWatchcache(t, "--etcd-client-port=0",
 		// kube-controller-manager runs every controller.
 		"--controllers=")
+}
+
+// runWatchcache starts watchcache with its data directory (the embedded
+// etcd's, unless extra has --etcd-servers) in c.dir/watchcache, with the
+// flags extra besides the cluster's, and returns its URL.
+func (c *cluster) runWatchcache(t testing.TB, extra ...string) string {
+	port := freePort(t)
+	c.server = startProcess(t, c.dir, "watchcache", filepath.Join(bin, "watchcache"), append([]string{
+		"--data-dir=" + filepath.Join(c.dir, "watchcache"),
+		"--secure-port=" + strconv.Itoa(port),
+		"--tls-cert-file=" + c.pki.path("serving.crt"), "--tls-private-key-file=" + c.pki.path("serving.key"),
+		"--client-ca-file=" + c.pki.path("ca.crt"),
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-signing-key-file=" + c.pki.path("sa.key"),
+		"--token-auth-file=" + c.pki.path("tokens.csv"),
+		"--service-cluster-ip-range=" + serviceCIDR}, extra...)...)
 	return "https://127.0.0.1:" + strconv.Itoa(port)
 }
 
