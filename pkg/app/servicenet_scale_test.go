@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -201,17 +200,9 @@ func (s frozenStore) Create(ctx context.Context, key string, data []byte) (*obje
 // give no IP or node port twice and release all after the deletes; a
 // replica killed in the middle of creating leaks nothing once the repair
 // passes have run after its restart.
-//
-// The 500 per replica take about 280 s under -race on a loaded
-// 2-core machine (each allocation lists the IPAddresses, and NodePort
-// creates contend for one record): CI runs 150 per replica, and
-// WATCHCACHE_SERVICES_PER_REPLICA=500 runs the size.
 func TestServicesTwoReplicasAtScale(t *testing.T) {
 	const ipRange, portRange = "10.0.0.0/22", "30000-31099" // 1022 IPs, 1100 ports
-	perReplica := 150
-	if v, err := strconv.Atoi(os.Getenv("WATCHCACHE_SERVICES_PER_REPLICA")); err == nil && v > 0 && v <= 500 {
-		perReplica = v
-	}
+	const perReplica = 500
 	dirs := []string{t.TempDir(), t.TempDir()}
 	etcd := sharedEtcd(t, dirs[0])
 	a0, cs0 := serviceReplica(t, etcd, dirs[0], dirs[0], ipRange, portRange, nil)
