@@ -257,6 +257,13 @@ func (c *Controller) keepStatus(ctx context.Context) {
 		case <-c.statusNow:
 		}
 		c.mu.RLock()
+		if !c.synced[0] || !c.synced[1] {
+			// Until both stores are read, a FlowSchema's level may only
+			// seem missing: its condition would flap (NotFound, then
+			// Found) at every start. The second store's read wakes us.
+			c.mu.RUnlock()
+			continue
+		}
 		var stale []flowcontrolv1.FlowSchemaCondition
 		var names []string
 		for name, fs := range c.flowSchemas {
