@@ -78,22 +78,7 @@ func (gc *GarbageCollector) Run(ctx context.Context) {
 	gc.owners = map[objectRef][]metav1.OwnerReference{}
 	gc.watching = map[*resource.Resource]context.CancelFunc{}
 	gc.q = NewQueue[objectRef](ctx, "garbage-collector")
-	// The subscription outlives this run (the registry has no way to
-	// cancel one): once ctx ends it does nothing.
-	gc.Registry.OnChange(func(added, removed []*resource.Resource) {
-		if ctx.Err() != nil {
-			return
-		}
-		for _, res := range added {
-			gc.watch(ctx, res)
-		}
-		for _, res := range removed {
-			gc.unwatch(res)
-		}
-	})
-	for _, res := range gc.Registry.All() {
-		gc.watch(ctx, res)
-	}
+	followResources(ctx, gc.Registry, gc.watch, gc.unwatch)
 	var wg sync.WaitGroup
 	for range gcWorkers {
 		wg.Go(func() { Work(ctx, gc.q, gc.sync, gc.Log) })
@@ -491,4 +476,25 @@ func (gc *GarbageCollector) deleteDependentsFirst(ctx context.Context, ref objec
 		return Result{RequeueAfter: blockedWait}, nil
 	}
 	return Result{}, gc.removeFinalizer(ctx, ref, uid, strategy.FinalizerForeground)
+}
+
+// followResources calls watch for every resource registry serves, now and
+// as they are added, and unwatch for those removed, until ctx ends. The
+// subscription outlives ctx (the registry has no way to cancel one): once
+// ctx ends it does nothing.
+func followResources(ctx context.Context, registry *resource.Registry, watch func(context.Context, *resource.Resource), unwatch func(*resource.Resource)) {
+	registry.OnChange(func(added, removed []*resource.Resource) {
+		if ctx.Err() != nil {
+			return
+		}
+		for _, res := range added {
+			watch(ctx, res)
+		}
+		for _, res := range removed {
+			unwatch(res)
+		}
+	})
+	for _, res := range registry.All() {
+		watch(ctx, res)
+	}
 }

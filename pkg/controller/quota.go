@@ -76,21 +76,7 @@ func (c *Quotas) Run(ctx context.Context) {
 			}
 		},
 	}, "resourcequotas for the quota controller", c.Log)
-	// The subscription outlives this run: once ctx ends it does nothing.
-	c.Registry.OnChange(func(added, removed []*resource.Resource) {
-		if ctx.Err() != nil {
-			return
-		}
-		for _, res := range added {
-			c.watch(ctx, res)
-		}
-		for _, res := range removed {
-			c.unwatch(res)
-		}
-	})
-	for _, res := range c.Registry.All() {
-		c.watch(ctx, res)
-	}
+	followResources(ctx, c.Registry, c.watch, c.unwatch)
 	var wg sync.WaitGroup
 	for range quotaWorkers {
 		wg.Go(func() { Work(ctx, c.q, c.sync, c.Log) })
