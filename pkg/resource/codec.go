@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sync"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -35,10 +37,14 @@ type StorageCodec struct {
 	json bool
 	// storage is the storage version, if not the served one.
 	storage *storageVersion
+	// objects are zero values of typ for Decode to fill, reused.
+	objects sync.Pool
 }
 
 func newCodec(apiVersion, kind string, typ any, asJSON bool, storage *storageVersion) *StorageCodec {
-	return &StorageCodec{apiVersion: apiVersion, kind: kind, typ: reflect.TypeOf(typ), json: asJSON, storage: storage}
+	c := &StorageCodec{apiVersion: apiVersion, kind: kind, typ: reflect.TypeOf(typ), json: asJSON, storage: storage}
+	c.objects.New = func() any { return reflect.New(c.typ).Interface() }
+	return c
 }
 
 // RangeAllocationCodec stores core/v1 RangeAllocations (the node port
@@ -88,6 +94,27 @@ func (c *StorageCodec) Encode(stored []byte) ([]byte, error) {
 	return buf, nil
 }
 
+// RoundTrips reports whether Decode(Encode(stored)) is stored itself, byte
+// for byte, for the canonical stored JSON of the kind (Resource.Encode's),
+// or cannot be told cheaply (false); see etcd3.RoundTripCodec. A custom
+// resource's value is its JSON. A built-in kind's goes through its Go type
+// both ways, which gives its canonical JSON back, except where protobuf
+// cannot tell an empty list from none: a field without omitempty written
+// [] reads back null (kube-apiserver serves a ClusterRole created with
+// "rules":[] so, its create response included), hence no [] anywhere (no
+// map field of k8s.io/api lacks omitempty). A kind stored in another
+// version (converted, defaulted) never round-trips here.
+func (c *StorageCodec) RoundTrips(stored []byte) bool {
+	switch {
+	case c.storage != nil:
+		return false
+	case c.typ == nil:
+		return len(stored) > 0 && stored[len(stored)-1] == '}'
+	default:
+		return !bytes.Contains(stored, []byte("[]"))
+	}
+}
+
 // Decode is the record's JSON of a stored value: the object in the served
 // version, kind and apiVersion first for built-in kinds.
 func (c *StorageCodec) Decode(value []byte) ([]byte, error) {
@@ -105,33 +132,92 @@ func (c *StorageCodec) Decode(value []byte) ([]byte, error) {
 	if c.typ == nil {
 		return nil, fmt.Errorf("a %s stored in protobuf, which custom resources are not", c.kind)
 	}
-	var u runtime.Unknown
-	if err := u.Unmarshal(value[len(protobufMagic):]); err != nil {
+	apiVersion, kind, raw, err := parseEnvelope(value[len(protobufMagic):])
+	if err != nil {
 		return nil, fmt.Errorf("the stored protobuf envelope: %w", err)
 	}
-	var typ reflect.Type
 	switch {
-	case u.Kind != c.kind:
-		return nil, fmt.Errorf("a %s is stored where a %s belongs", u.Kind, c.kind)
-	case u.APIVersion == c.apiVersion:
-		typ = c.typ
-	case c.storage != nil && u.APIVersion == c.storage.apiVersion:
-		typ = reflect.TypeOf(c.storage.typ)
+	case kind != c.kind:
+		return nil, fmt.Errorf("a %s is stored where a %s belongs", kind, c.kind)
+	case apiVersion == c.apiVersion:
+		obj := c.objects.Get().(protobufMessage)
+		defer func() {
+			reflect.ValueOf(obj).Elem().SetZero() // holds nothing while pooled
+			c.objects.Put(obj)
+		}()
+		if err := obj.Unmarshal(raw); err != nil {
+			return nil, fmt.Errorf("the stored %s %s: %w", apiVersion, c.kind, err)
+		}
+		return c.served(obj, nil)
+	case c.storage != nil && apiVersion == c.storage.apiVersion:
+		obj := reflect.New(reflect.TypeOf(c.storage.typ)).Interface().(protobufMessage)
+		if err := obj.Unmarshal(raw); err != nil {
+			return nil, fmt.Errorf("the stored %s %s: %w", apiVersion, c.kind, err)
+		}
+		return c.served(obj, c.storage.fromStorage)
 	default:
 		// Deliberately unlike kube-apiserver, which converts from every
 		// version it knows: watchcache reads the served and the storage
 		// version only (a value left in an older version by an older
 		// kube-apiserver needs a storage migration first).
-		return nil, fmt.Errorf("a %s stored as %s, which is neither served nor kube-apiserver 1.37's storage version", c.kind, u.APIVersion)
+		return nil, fmt.Errorf("a %s stored as %s, which is neither served nor kube-apiserver 1.37's storage version", c.kind, apiVersion)
 	}
-	obj := reflect.New(typ).Interface().(protobufMessage)
-	if err := obj.Unmarshal(u.Raw); err != nil {
-		return nil, fmt.Errorf("the stored %s %s: %w", u.APIVersion, c.kind, err)
+}
+
+// parseEnvelope reads the runtime.Unknown that follows protobufMagic: its
+// apiVersion, its kind and its raw message, which shares value's memory
+// (runtime.Unknown's Unmarshal would copy it).
+func parseEnvelope(value []byte) (apiVersion, kind string, raw []byte, err error) {
+	for len(value) > 0 {
+		num, typ, n := protowire.ConsumeTag(value)
+		if n < 0 {
+			return "", "", nil, protowire.ParseError(n)
+		}
+		value = value[n:]
+		if typ != protowire.BytesType || num > 2 {
+			// contentEncoding and contentType, empty in what kube-apiserver
+			// stores, or a field a later version may add.
+			if n = protowire.ConsumeFieldValue(num, typ, value); n < 0 {
+				return "", "", nil, protowire.ParseError(n)
+			}
+			value = value[n:]
+			continue
+		}
+		field, n := protowire.ConsumeBytes(value)
+		if n < 0 {
+			return "", "", nil, protowire.ParseError(n)
+		}
+		value = value[n:]
+		if num == 2 {
+			raw = field
+			continue
+		}
+		for len(field) > 0 { // the TypeMeta
+			num, typ, n := protowire.ConsumeTag(field)
+			if n < 0 {
+				return "", "", nil, protowire.ParseError(n)
+			}
+			field = field[n:]
+			if typ != protowire.BytesType || num > 2 {
+				if n = protowire.ConsumeFieldValue(num, typ, field); n < 0 {
+					return "", "", nil, protowire.ParseError(n)
+				}
+				field = field[n:]
+				continue
+			}
+			s, n := protowire.ConsumeString(field)
+			if n < 0 {
+				return "", "", nil, protowire.ParseError(n)
+			}
+			field = field[n:]
+			if num == 1 {
+				apiVersion = s
+			} else {
+				kind = s
+			}
+		}
 	}
-	if typ == c.typ {
-		return c.served(obj, nil)
-	}
-	return c.served(obj, c.storage.fromStorage)
+	return apiVersion, kind, raw, nil
 }
 
 // served is the JSON of obj, converted by convert from the storage
