@@ -114,7 +114,9 @@ func TestListByNameReadsOneKey(t *testing.T) {
 
 // TestWatchByNameWatchesOneKey: a watch by name in a namespace, or of a
 // cluster-scoped resource, watches that one key in etcd: the writes of a
-// key it starts (ns1/a and ns1/ab, n1 and n10) never reach it.
+// key it starts (ns1/a and ns1/ab, n1 and n10) never reach it. The writes
+// are another store's (a replica's), whose values the watch reads rather
+// than taking its own store's records of them.
 func TestWatchByNameWatchesOneKey(t *testing.T) {
 	ctx := context.Background()
 	pods, podReads := countingStore(t, storagetest.PodSchema)
@@ -132,20 +134,21 @@ func TestWatchByNameWatchesOneKey(t *testing.T) {
 			}
 			return c.ns + "/" + name
 		}
+		replica := etcd3.New(etcd3.Config{Client: storagetest.Client(), Prefix: strings.TrimSuffix(c.reads.prefix, "/"), Schema: c.store.Schema()})
 		w, err := c.store.Watch(ctx, c.scope, storage.ListOptions{ResourceVersionMatch: "NotOlderThan", SendInitialEvents: new(bool),
 			Fields: fields.OneTermEqualSelector("metadata.name", c.name)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range 10 {
-			if _, err := c.store.Create(ctx, key(fmt.Sprintf("%s-%d", c.other, i)), podData(c.ns, fmt.Sprintf("%s-%d", c.other, i))); err != nil {
+			if _, err := replica.Create(ctx, key(fmt.Sprintf("%s-%d", c.other, i)), podData(c.ns, fmt.Sprintf("%s-%d", c.other, i))); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := c.store.Create(ctx, key(c.other), podData(c.ns, c.other)); err != nil {
+		if _, err := replica.Create(ctx, key(c.other), podData(c.ns, c.other)); err != nil {
 			t.Fatal(err)
 		}
-		obj, err := c.store.Create(ctx, key(c.name), podData(c.ns, c.name))
+		obj, err := replica.Create(ctx, key(c.name), podData(c.ns, c.name))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -91,6 +91,8 @@ type Store struct {
 	// noRangeStreamUntil is when RangeStream may be tried again after etcd
 	// answered Unimplemented (Unix nanoseconds; 0: never refused).
 	noRangeStreamUntil atomic.Int64
+	// written is what this store has just written, for its watches.
+	written written
 }
 
 var _ storage.Interface = (*Store)(nil)
@@ -333,7 +335,9 @@ func (s *Store) storedValue(fullKey string, obj *object.Object) (string, error) 
 			return "", &storage.Error{Code: storage.ErrInternal, Key: strings.TrimPrefix(fullKey, s.prefix), Message: "encrypting the object", Err: err}
 		}
 	}
-	return unsafe.String(unsafe.SliceData(value), len(value)), nil
+	stored := unsafe.String(unsafe.SliceData(value), len(value))
+	s.remember(fullKey, stored, obj)
+	return stored, nil
 }
 
 // decodeKV builds the record of a key-value read from etcd, decrypting

@@ -85,6 +85,7 @@ func (s *Store) Watch(ctx context.Context, scope string, opts storage.ListOption
 	}
 	// Opened before returning so that the start revision is pinned now.
 	etcdEvents := s.client.Watch(s.watchContext(wctx), key, watchOpts...)
+	s.written.watches.Add(1)
 	w.done.Add(1)
 	go w.run(wctx, initial, etcdEvents)
 	return w, nil
@@ -111,6 +112,7 @@ func (w *watcher) Stop() {
 
 func (w *watcher) run(ctx context.Context, initial *storage.List, etcdEvents clientv3.WatchChan) {
 	defer w.done.Done()
+	defer w.store.written.watches.Add(-1)
 	defer close(w.result)
 	defer w.cancel()
 	if initial != nil && !w.sendInitial(ctx, initial) {
@@ -195,13 +197,21 @@ func (w *watcher) translate(e *clientv3.Event) (storage.Event, bool, *storage.Er
 	rev := uint64(e.Kv.ModRevision)
 	var cur, old *object.Object
 	if e.Type == mvccpb.PUT {
-		obj, err := w.store.decodeKV(e.Kv.Key, e.Kv.Value, e.Kv.ModRevision)
-		if err != nil {
-			return storage.Event{}, false, err.(*storage.Error)
+		// The store's own write is remembered (see written), anyone
+		// else's is decoded.
+		cur = w.store.written.take(e.Kv.Key, e.Kv.Value, e.Kv.ModRevision)
+		if cur == nil {
+			obj, err := w.store.decodeKV(e.Kv.Key, e.Kv.Value, e.Kv.ModRevision)
+			if err != nil {
+				return storage.Event{}, false, err.(*storage.Error)
+			}
+			cur = obj
 		}
-		cur = obj
 	}
-	if e.PrevKv != nil {
+	// An update's previous state matters only to a watch with selectors
+	// (did the object match before?); it is not decoded for the others,
+	// such as the watch cache's.
+	if e.PrevKv != nil && (e.Type == mvccpb.DELETE || w.selects()) {
 		obj, err := w.store.decodeKV(e.PrevKv.Key, e.PrevKv.Value, e.Kv.ModRevision)
 		if err != nil {
 			return storage.Event{}, false, err.(*storage.Error)
