@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,27 +12,6 @@ import (
 	"github.com/watchcache/watchcache/pkg/storage/etcd3"
 	"github.com/watchcache/watchcache/pkg/storage/storagetest"
 )
-
-// countingCodec stores "v:" and the JSON, and counts its decodings.
-type countingCodec struct {
-	decoded    atomic.Int32
-	roundTrips bool
-}
-
-func (c *countingCodec) Encode(stored []byte) ([]byte, error) {
-	return append([]byte("v:"), stored...), nil
-}
-
-func (c *countingCodec) Decode(value []byte) ([]byte, error) {
-	c.decoded.Add(1)
-	json, ok := bytes.CutPrefix(value, []byte("v:"))
-	if !ok {
-		return nil, fmt.Errorf("not a value of this codec: %q", value)
-	}
-	return json, nil
-}
-
-func (c *countingCodec) RoundTrips([]byte) bool { return c.roundTrips }
 
 // TestWatchTakesOwnWrites: a watch takes the events of its store's own
 // writes from memory, without decoding them; any other value at the key
