@@ -73,7 +73,7 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req *reque
 		write := admissionRequest(r.Context(), req, admissionv1.Create, name, obj, nil)
 		write.GivenName = objectName(body)
 		created, err := s.pipeline.Create(r.Context(), store, req.res.Key(req.namespace, name), write,
-			func(obj map[string]any) ([]byte, error) { return encodeValid(req.res, name, "", obj, nil) })
+			func(obj map[string]any) ([]byte, any, error) { return encodeValid(req.res, name, "", obj, nil) })
 		if storage.CodeOf(err) == storage.ErrAlreadyExists && attempt < generateNameAttempts && isGenerated(body) {
 			mode = encoding.ValidationIgnore // warnings were given on the first attempt
 			continue

@@ -115,26 +115,26 @@ func (s *Server) prepareUpdate(ctx context.Context, obj map[string]any, req *req
 	if err != nil {
 		return nil, nil, err
 	}
-	encode := func(obj map[string]any) ([]byte, error) {
+	encode := func(obj map[string]any) ([]byte, any, error) {
 		if validated {
 			return encodeValid(req.res, req.name, req.subresource, obj, old)
 		}
-		return req.res.Encode(obj)
+		return req.res.EncodeTyped(obj)
 	}
 	return admissionRequest(ctx, req, admissionv1.Update, req.name, obj, old), encode, nil
 }
 
-// encodeValid encodes obj (resource.Resource.Encode) and checks it, as stored, as a
+// encodeValid encodes obj (resource.Resource.EncodeTyped, a pipeline.Encoder) and checks it, as stored, as a
 // new object or, if old is not nil, as an update of old through
 // subresource: 422 Invalid if it fails.
-func encodeValid(res *resource.Resource, name, subresource string, obj, old map[string]any) ([]byte, error) {
-	data, err := res.Encode(obj)
+func encodeValid(res *resource.Resource, name, subresource string, obj, old map[string]any) ([]byte, any, error) {
+	data, typed, err := res.EncodeTyped(obj)
 	if err != nil || !validation.Has(res.Group, res.Kind) && res.CustomSchema == nil && !validation.HasSubresource(res.Group, res.Kind, subresource) {
-		return data, err
+		return data, typed, err
 	}
 	var stored map[string]any
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &stored); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var errs field.ErrorList
 	switch {
@@ -148,7 +148,7 @@ func encodeValid(res *resource.Resource, name, subresource string, obj, old map[
 		errs = validation.ValidateUpdate(res.Group, res.Kind, stored, old)
 	}
 	if len(errs) > 0 {
-		return nil, invalidObject(res, name, errs)
+		return nil, nil, invalidObject(res, name, errs)
 	}
-	return data, nil
+	return data, typed, nil
 }

@@ -41,7 +41,7 @@ func BenchmarkPodWritePreparation(b *testing.B) {
 		for b.Loop() {
 			obj := decode()
 			defaults.Apply(pods.Group, pods.Kind, obj)
-			if _, err := encodeValid(pods, "p", "", obj, nil); err != nil {
+			if _, _, err := encodeValid(pods, "p", "", obj, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -63,7 +63,7 @@ func BenchmarkPodWritePreparation(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := encodeValid(pods, "p", "", obj, nil); err != nil {
+			if _, _, err := encodeValid(pods, "p", "", obj, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

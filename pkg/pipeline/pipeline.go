@@ -77,8 +77,11 @@ type Stage struct {
 }
 
 // Encoder validates a write's object by its kind's rules and encodes it
-// as stored: a 422 Invalid when it fails.
-type Encoder func(obj map[string]any) ([]byte, error)
+// as stored: a 422 Invalid when it fails. With the bytes it returns the
+// value they were marshalled from, if any (resource.Resource.EncodeTyped's
+// Go object; nil otherwise), which the store encodes for etcd without
+// decoding the bytes again (storage.Built).
+type Encoder func(obj map[string]any) (data []byte, built any, err error)
 
 // Pipeline runs its stages on writes. It is immutable and safe for
 // concurrent use.
@@ -133,8 +136,9 @@ func (p *Pipeline) Stages() []string { return p.names }
 
 // admit runs the stages before storage on a create or update: the
 // mutating stages, then encode (Validation), then the validating stages
-// on what encode returned; it returns the bytes to store.
-func (p *Pipeline) admit(ctx context.Context, req *Request, encode Encoder) ([]byte, error) {
+// on what encode returned; it returns the bytes to store, and sets built
+// to what they were marshalled from.
+func (p *Pipeline) admit(ctx context.Context, req *Request, encode Encoder, built *storage.Built) ([]byte, error) {
 	for _, m := range p.mutating {
 		obj, err := m.Mutate(ctx, req)
 		if err != nil {
@@ -142,10 +146,11 @@ func (p *Pipeline) admit(ctx context.Context, req *Request, encode Encoder) ([]b
 		}
 		req.Object = obj
 	}
-	data, err := encode(req.Object)
+	data, value, err := encode(req.Object)
 	if err != nil {
 		return nil, err
 	}
+	built.Set(data, value)
 	req.Stored = data
 	for _, v := range p.validating {
 		if err := v.Validate(ctx, req); err != nil {
@@ -174,7 +179,8 @@ func (p *Pipeline) commit(ctx context.Context, req *Request, rv uint64, objs ...
 // Create admits req, a create, stores it under key in store and tells the
 // committed stages. A dry run's store (dryRun=All) stores nothing.
 func (p *Pipeline) Create(ctx context.Context, store storage.Interface, key string, req *Request, encode Encoder) (*object.Object, error) {
-	data, err := p.admit(ctx, req, encode)
+	ctx, built := storage.WithBuilt(ctx)
+	data, err := p.admit(ctx, req, encode, built)
 	if err != nil {
 		req.abort(ctx)
 		return nil, err
@@ -198,6 +204,7 @@ func (p *Pipeline) Create(ctx context.Context, store storage.Interface, key stri
 func (p *Pipeline) Update(ctx context.Context, store storage.Interface, key string,
 	next func(cur *object.Object) (*Request, Encoder, error)) (*object.Object, error) {
 	var last *Request
+	ctx, built := storage.WithBuilt(ctx)
 	updated, err := store.GuaranteedUpdate(ctx, key, nil, func(cur *object.Object) ([]byte, error) {
 		if last != nil { // the previous attempt was not stored
 			last.abort(ctx)
@@ -207,7 +214,7 @@ func (p *Pipeline) Update(ctx context.Context, store storage.Interface, key stri
 			return nil, err
 		}
 		last = req
-		return p.admit(ctx, req, encode)
+		return p.admit(ctx, req, encode, built)
 	}, nil)
 	if err != nil {
 		if last != nil {

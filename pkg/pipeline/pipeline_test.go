@@ -71,9 +71,10 @@ func newStore(t *testing.T) (storage.Interface, *resource.Resource) {
 
 // encodeJSON is an Encoder that checks nothing.
 func encodeJSON(trace *[]string) Encoder {
-	return func(obj map[string]any) ([]byte, error) {
+	return func(obj map[string]any) ([]byte, any, error) {
 		*trace = append(*trace, "encode")
-		return json.Marshal(obj)
+		data, err := json.Marshal(obj)
+		return data, nil, err
 	}
 }
 

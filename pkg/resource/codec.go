@@ -68,6 +68,29 @@ func (c *StorageCodec) Encode(stored []byte) ([]byte, error) {
 	if err := json.Unmarshal(stored, obj); err != nil {
 		return nil, fmt.Errorf("encoding a %s for storage: %w", c.kind, err)
 	}
+	return c.encodeObject(obj)
+}
+
+// EncodeBuilt is Encode(stored) given the object stored was marshalled
+// from (Resource.EncodeTyped's, see storage.Built), which it encodes
+// without decoding stored again. The caller guarantees that stored is
+// exactly the JSON of built; a built of another type (not the served
+// version's Go type) is ignored.
+func (c *StorageCodec) EncodeBuilt(stored []byte, built any) ([]byte, error) {
+	obj, ok := built.(runtime.Object)
+	if !ok || c.typ == nil || reflect.TypeOf(built) != reflect.PointerTo(c.typ) {
+		return c.Encode(stored)
+	}
+	if c.storage != nil || c.json {
+		// Rare kinds (not pods): left to Encode, which owns the object it
+		// converts or sets the TypeMeta of.
+		return c.Encode(stored)
+	}
+	return c.encodeObject(obj)
+}
+
+// encodeObject is the stored value of obj, an object of the served version.
+func (c *StorageCodec) encodeObject(obj runtime.Object) ([]byte, error) {
 	apiVersion := c.apiVersion
 	if c.storage != nil {
 		out := reflect.New(reflect.TypeOf(c.storage.typ)).Interface().(runtime.Object)

@@ -14,6 +14,7 @@ import (
 	"github.com/watchcache/watchcache/pkg/crd/crdschema"
 	"github.com/watchcache/watchcache/pkg/object"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -339,13 +340,42 @@ func (r *Resource) Subject(name string) apistatus.Subject {
 // their items without them); custom resources as they are. Every writer of
 // stored objects (the handlers, the controllers) encodes through it.
 func (r *Resource) Encode(obj map[string]any) ([]byte, error) {
-	data, err := json.Marshal(obj)
-	if err != nil || r.StrategicMergeType == nil {
-		return data, err
+	data, _, err := r.EncodeTyped(obj)
+	return data, err
+}
+
+// EncodeTyped is Encode, and for a built-in kind the Go object the JSON is
+// marshalled from (nil for custom resources), which the storage codec
+// encodes without decoding the JSON again (StorageCodec.EncodeBuilt,
+// storage.Built).
+//
+// The map is converted to the Go type without JSON text in between
+// (runtime.DefaultUnstructuredConverter, which reads a map as encoding/json
+// reads its text); where the converter refuses it, the object goes through
+// JSON text as before, for encoding/json's verdict and message. Unlike
+// encoding/json the converter matches field names case-sensitively, as
+// kube-apiserver's decoder does, and an integer too large for its field
+// wraps rather than fails (the handlers' strict decoding of the body has
+// refused such a value before).
+func (r *Resource) EncodeTyped(obj map[string]any) ([]byte, runtime.Object, error) {
+	if r.StrategicMergeType == nil {
+		data, err := json.Marshal(obj)
+		return data, nil, err
 	}
-	typed := reflect.New(reflect.TypeOf(r.StrategicMergeType)).Interface()
-	if err := json.Unmarshal(data, typed); err != nil {
-		return nil, apistatus.BadRequest("the object is not a valid %s: %v", r.Kind, err)
+	typed := reflect.New(reflect.TypeOf(r.StrategicMergeType)).Interface().(runtime.Object)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, typed); err != nil {
+		data, err := json.Marshal(obj)
+		if err != nil {
+			return nil, nil, err
+		}
+		typed = reflect.New(reflect.TypeOf(r.StrategicMergeType)).Interface().(runtime.Object)
+		if err := json.Unmarshal(data, typed); err != nil {
+			return nil, nil, apistatus.BadRequest("the object is not a valid %s: %v", r.Kind, err)
+		}
 	}
-	return json.Marshal(typed)
+	data, err := json.Marshal(typed)
+	if err != nil {
+		return nil, nil, err
+	}
+	return data, typed, nil
 }

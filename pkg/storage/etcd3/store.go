@@ -73,6 +73,12 @@ type Codec interface {
 	Decode(value []byte) ([]byte, error)
 }
 
+// BuiltEncoder is a Codec that can encode a record's JSON from the object
+// its writer marshalled it from (storage.Built) rather than decode it again.
+type BuiltEncoder interface {
+	EncodeBuilt(stored []byte, built any) ([]byte, error)
+}
+
 // Store is one resource's storage in etcd.
 type Store struct {
 	client *clientv3.Client
@@ -122,7 +128,7 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) (*object.Ob
 		return nil, storage.NewError(storage.ErrInvalid, key, "resourceVersion should not be set on objects to be created")
 	}
 	full := s.prefix + key
-	value, err := s.storedValue(full, obj)
+	value, err := s.storedValue(ctx, full, obj)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +216,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, pre *storage.P
 			}
 			return cur, nil
 		}
-		value, err := s.storedValue(full, next)
+		value, err := s.storedValue(ctx, full, next)
 		if err != nil {
 			return nil, err
 		}
@@ -320,12 +326,20 @@ func (s *Store) writeIfUnchanged(ctx context.Context, key string, cur *object.Ob
 }
 
 // storedValue is what etcd stores for obj at fullKey: its stored JSON,
-// encoded by the codec and encrypted by the transformer if there are.
-func (s *Store) storedValue(fullKey string, obj *object.Object) (string, error) {
+// encoded by the codec (from the object the writer built it from, if
+// ctx's storage.Built has it and the codec is a BuiltEncoder) and
+// encrypted by the transformer if there are.
+func (s *Store) storedValue(ctx context.Context, fullKey string, obj *object.Object) (string, error) {
 	value := obj.Stored()
 	if s.codec != nil {
 		var err error
-		if value, err = s.codec.Encode(value); err != nil {
+		enc, ok := s.codec.(BuiltEncoder)
+		if built := storage.BuiltFor(ctx, value); ok && built != nil {
+			value, err = enc.EncodeBuilt(value, built)
+		} else {
+			value, err = s.codec.Encode(value)
+		}
+		if err != nil {
 			return "", &storage.Error{Code: storage.ErrInternal, Key: strings.TrimPrefix(fullKey, s.prefix), Message: "encoding the object", Err: err}
 		}
 	}
