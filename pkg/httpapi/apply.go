@@ -93,7 +93,7 @@ func (s *Server) serverSideApply(w http.ResponseWriter, r *http.Request, req *re
 		if err != nil {
 			return nil, nil, err
 		}
-		return s.prepareUpdate(r.Context(), obj, &applied, cur)
+		return s.prepareUpdate(r.Context(), obj, nil, &applied, cur)
 	})
 	if storage.CodeOf(err) == storage.ErrNotFound && req.subresource == "" {
 		live := &unstructured.Unstructured{Object: map[string]any{}}

@@ -8,12 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"reflect"
 	"strings"
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
 	"github.com/watchcache/watchcache/pkg/encoding"
+	"github.com/watchcache/watchcache/pkg/jsontree"
 	"github.com/watchcache/watchcache/pkg/object"
 	"github.com/watchcache/watchcache/pkg/pipeline"
 	"github.com/watchcache/watchcache/pkg/resource"
@@ -159,20 +161,21 @@ func readPatch(r *http.Request, mt string) (*patchRequest, *apierrors.StatusErro
 // applyTo patches cur and decodes the result as decodeFields does (a
 // strategic merge patch's result through the kind's type, as
 // kube-apiserver converts it), with the unknown and duplicate fields to
-// warn about (Warn). A result that does not decode, or has such fields
-// under Strict, is kube-apiserver's 422 about the patch.
-func (p *patchRequest) applyTo(cur *object.Object, res *resource.Resource) (map[string]any, []error, error) {
-	patched, aerr := applyPatch(p.mediaType, cur.JSON(), p.body, res)
-	if aerr != nil {
-		return nil, nil, aerr
-	}
-	var obj map[string]any
-	var problems []error
-	var err error
-	if p.mediaType == encoding.StrategicPatchType {
-		obj, problems, err = decodeConverted(patched, res, p.mode)
-	} else {
-		obj, problems, err = encoding.DecodeFields(patched, res, p.mode)
+// warn about (Warn), and cur decoded if it was on the way (nil otherwise:
+// the caller decodes it). A result that does not decode, or has such
+// fields under Strict, is kube-apiserver's 422 about the patch.
+func (p *patchRequest) applyTo(cur *object.Object, res *resource.Resource) (obj, old map[string]any, problems []error, err error) {
+	obj, old, problems, ok := p.mergeDecoded(cur, res)
+	if !ok {
+		patched, aerr := applyPatch(p.mediaType, cur.JSON(), p.body, res)
+		if aerr != nil {
+			return nil, nil, nil, aerr
+		}
+		if p.mediaType == encoding.StrategicPatchType {
+			obj, problems, err = decodeConverted(patched, res, p.mode)
+		} else {
+			obj, problems, err = encoding.DecodeFields(patched, res, p.mode)
+		}
 	}
 	problems = append(p.own[:len(p.own):len(p.own)], problems...)
 	if err == nil && p.mode == encoding.ValidationStrict && len(problems) > 0 {
@@ -183,7 +186,65 @@ func (p *patchRequest) applyTo(cur *object.Object, res *resource.Resource) (map[
 		err = apistatus.From(apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{
 			field.Invalid(field.NewPath("patch"), p.shown(cur, res), err.Error())}), res.Subject(""))
 	}
-	return obj, problems, err
+	return obj, old, problems, err
+}
+
+// mergeDecoded is applyTo's common case (a kubelet's status) on decoded
+// trees rather than JSON text: a merge patch that is an object, of a
+// built-in kind's object, merged into cur decoded (jsontree.MergePatch;
+// cur decoded once, for the update's old object too), its unknown fields
+// found by converting the result to the kind's Go type rather than by
+// decoding its JSON text strictly. It declines (ok false) whatever that
+// text would answer otherwise or in another order: a number of the patch
+// that is not an int32 (the converter reads 3.0 into an integer field,
+// encoding/json refuses it), a value of the wrong type (encoding/json's
+// message), more than one unknown field (encoding/json's order).
+func (p *patchRequest) mergeDecoded(cur *object.Object, res *resource.Resource) (obj, old map[string]any, problems []error, ok bool) {
+	if p.mediaType != encoding.MergePatchType || res.StrategicMergeType == nil {
+		return nil, nil, nil, false
+	}
+	var patch map[string]any
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(p.body, &patch); err != nil || patch == nil || !smallIntegers(patch) {
+		return nil, nil, nil, false
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &old); err != nil {
+		return nil, nil, nil, false
+	}
+	obj = jsontree.DeepCopy(old).(map[string]any)
+	jsontree.MergePatch(obj, patch)
+	typed := reflect.New(reflect.TypeOf(res.StrategicMergeType)).Interface()
+	err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, typed, p.mode != encoding.ValidationIgnore)
+	if strict, isStrict := runtime.AsStrictDecodingError(err); isStrict && len(strict.Errors()) == 1 {
+		return obj, old, strict.Errors(), true
+	}
+	if err != nil {
+		return nil, nil, nil, false
+	}
+	return obj, old, nil, true
+}
+
+// smallIntegers reports whether every number in v is an integer of int32's
+// range (as decoded with its integers kept: int64; others float64).
+func smallIntegers(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, x := range v {
+			if !smallIntegers(x) {
+				return false
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if !smallIntegers(x) {
+				return false
+			}
+		}
+	case int64:
+		return v >= math.MinInt32 && v <= math.MaxInt32
+	case float64:
+		return false
+	}
+	return true
 }
 
 // decodeConverted decodes a built-in kind's object patched by a strategic
@@ -243,12 +304,12 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request, sto
 	// attempt on a stale cached object is redone).
 	var warnings []error
 	updated, err := s.pipeline.Update(r.Context(), store, req.key(), func(cur *object.Object) (*pipeline.Request, pipeline.Encoder, error) {
-		obj, problems, err := p.applyTo(cur, req.res)
+		obj, old, problems, err := p.applyTo(cur, req.res)
 		if err != nil {
 			return nil, nil, err
 		}
 		warnings = problems
-		return s.prepareUpdate(r.Context(), obj, req, cur)
+		return s.prepareUpdate(r.Context(), obj, old, req, cur)
 	})
 	if p.mode == encoding.ValidationWarn {
 		encoding.AddWarnings(w.Header(), warnings)

@@ -109,7 +109,7 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *reques
 		strategy.SetReplicas(req.res, obj, scale.Spec.Replicas)
 		// The object's update, as an update of its scale subresource (which
 		// admission rules for the object alone do not select).
-		return s.prepareUpdate(r.Context(), obj, &request{verb: "update", res: req.res, namespace: req.namespace, name: req.name,
+		return s.prepareUpdate(r.Context(), obj, nil, &request{verb: "update", res: req.res, namespace: req.namespace, name: req.name,
 			subresource: "scale", dryRun: req.dryRun, manager: req.manager}, cur)
 	})
 	if err != nil {

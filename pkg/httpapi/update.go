@@ -42,7 +42,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *request, st
 	}
 	updated, err := s.pipeline.Update(r.Context(), store, req.key(), func(cur *object.Object) (*pipeline.Request, pipeline.Encoder, error) {
 		// Each attempt prepares its own copy: preparing changes it.
-		return s.prepareUpdate(r.Context(), jsontree.DeepCopy(obj).(map[string]any), req, cur)
+		return s.prepareUpdate(r.Context(), jsontree.DeepCopy(obj).(map[string]any), nil, req, cur)
 	})
 	if err != nil {
 		apistatus.Write(w, err, req.res.Subject(req.name))
@@ -74,7 +74,8 @@ func checkConditionalUpdate(obj map[string]any, req *request) *apierrors.StatusE
 // encoder that validates it (the status subresource's writes are not
 // validated, as the kinds' status strategies check little, but where
 // package validation checks a subresource: a CSR's status and approval).
-func (s *Server) prepareUpdate(ctx context.Context, obj map[string]any, req *request, cur *object.Object) (*pipeline.Request, pipeline.Encoder, error) {
+// old, if not nil, is cur decoded, which prepareUpdate then owns.
+func (s *Server) prepareUpdate(ctx context.Context, obj, old map[string]any, req *request, cur *object.Object) (*pipeline.Request, pipeline.Encoder, error) {
 	if aerr := checkTypeMeta(obj, req.res); aerr != nil {
 		return nil, nil, aerr
 	}
@@ -85,10 +86,12 @@ func (s *Server) prepareUpdate(ctx context.Context, obj map[string]any, req *req
 	if aerr := checkIdentity(meta, req); aerr != nil {
 		return nil, nil, aerr
 	}
-	// cur decoded once: its creationTimestamp, then the old object.
-	var old map[string]any
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &old); err != nil {
-		return nil, nil, err
+	// cur decoded once (here unless the caller has): its
+	// creationTimestamp, then the old object.
+	if old == nil {
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &old); err != nil {
+			return nil, nil, err
+		}
 	}
 	created, _, _ := unstructured.NestedString(old, "metadata", "creationTimestamp")
 	if aerr := preserveSystemFields(meta, req.res, cur.UID(), created); aerr != nil {

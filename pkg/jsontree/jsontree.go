@@ -57,3 +57,49 @@ func JoinPath(prefix, path string) string {
 	}
 	return prefix + "." + path
 }
+
+// MergePatch applies a JSON merge patch (RFC 7386) that is an object to
+// doc, in place, as gopkg.in/evanphx/json-patch.v4's MergePatch (which
+// kube-apiserver applies to JSON text) does, down to its quirks: a
+// member's null deletes it; an object merges into an object; any other
+// value replaces, with the nulls of the objects in it (at any depth, in
+// lists too) dropped, except where it replaces an object (kept as given).
+// doc takes values of patch, which must not be used afterwards.
+func MergePatch(doc, patch map[string]any) {
+	for k, v := range patch {
+		if v == nil {
+			delete(doc, k)
+			continue
+		}
+		cur := doc[k]
+		curObj, curIsObj := cur.(map[string]any)
+		patchObj, patchIsObj := v.(map[string]any)
+		switch {
+		case cur == nil || !curIsObj:
+			doc[k] = pruneNulls(v)
+		case patchIsObj:
+			MergePatch(curObj, patchObj)
+		default:
+			doc[k] = v
+		}
+	}
+}
+
+// pruneNulls drops the null members of the objects in v, at any depth.
+func pruneNulls(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if x == nil {
+				delete(v, k)
+			} else {
+				pruneNulls(x)
+			}
+		}
+	case []any:
+		for _, x := range v {
+			pruneNulls(x)
+		}
+	}
+	return v
+}
