@@ -44,8 +44,9 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req *reque
 		apistatus.Write(w, err, req.res.Subject(""))
 		return
 	}
+	given := objectName(body)
 	if req.res.Namespaced {
-		if err := s.requireNamespace(r.Context(), req, objectName(body)); err != nil {
+		if err := s.requireNamespace(r.Context(), req, given); err != nil {
 			apistatus.Write(w, err, s.namespaces.Subject(req.namespace))
 			return
 		}
@@ -71,7 +72,7 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req *reque
 			return
 		}
 		write := admissionRequest(r.Context(), req, admissionv1.Create, name, obj, nil)
-		write.GivenName = objectName(body)
+		write.GivenName = given
 		created, err := s.pipeline.Create(r.Context(), store, req.res.Key(req.namespace, name), write,
 			func(obj map[string]any) ([]byte, any, error) { return encodeValid(req.res, name, "", obj, nil) })
 		if storage.CodeOf(err) == storage.ErrAlreadyExists && attempt < generateNameAttempts && isGenerated(body) {
