@@ -44,9 +44,8 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req *reque
 		apistatus.Write(w, err, req.res.Subject(""))
 		return
 	}
-	given := objectName(body)
 	if req.res.Namespaced {
-		if err := s.requireNamespace(r.Context(), req, given); err != nil {
+		if err := s.requireNamespace(r.Context(), req, body); err != nil {
 			apistatus.Write(w, err, s.namespaces.Subject(req.namespace))
 			return
 		}
@@ -57,6 +56,7 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req *reque
 			apistatus.Write(w, aerr, req.res.Subject(""))
 			return
 		}
+		given := givenName(obj)
 		name, aerr := prepareCreate(obj, req)
 		if aerr != nil {
 			apistatus.Write(w, aerr, req.res.Subject(name))
@@ -124,6 +124,18 @@ func isGenerated(body []byte) bool {
 	return meta.Metadata.Name == "" && meta.Metadata.GenerateName != ""
 }
 
+// givenName is a decoded create body's name, or its generateName: the
+// name as the request gave it (objectName without decoding the body
+// again).
+func givenName(obj map[string]any) string {
+	meta, _ := obj["metadata"].(map[string]any)
+	if name, _ := meta["name"].(string); name != "" {
+		return name
+	}
+	name, _ := meta["generateName"].(string)
+	return name
+}
+
 // objectName is a create body's name, or generateName, for messages.
 func objectName(body []byte) string {
 	var meta createMeta
@@ -143,8 +155,8 @@ func objectName(body []byte) string {
 // for the namespaces' cache, which sees no writes while objects are created.
 //
 // A namespace being deleted takes no new objects: 403, as kube-apiserver's
-// NamespaceLifecycle answers.
-func (s *Server) requireNamespace(ctx context.Context, req *request, name string) error {
+// NamespaceLifecycle answers, naming the object of the create body.
+func (s *Server) requireNamespace(ctx context.Context, req *request, body []byte) error {
 	store := s.registry.Store(s.namespaces)
 	ns, err := store.Get(ctx, req.namespace, storage.GetOptions{ResourceVersion: "0"})
 	if storage.CodeOf(err) == storage.ErrNotFound {
@@ -152,7 +164,7 @@ func (s *Server) requireNamespace(ctx context.Context, req *request, name string
 	}
 	if err == nil && deletion.BeingDeleted(ns) {
 		return apistatus.New(http.StatusForbidden, metav1.StatusReasonForbidden,
-			"%s %q is forbidden: unable to create new content in namespace %s because it is being terminated", req.res.Plural, name, req.namespace)
+			"%s %q is forbidden: unable to create new content in namespace %s because it is being terminated", req.res.Plural, objectName(body), req.namespace)
 	}
 	return err
 }
