@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -168,12 +170,47 @@ func TestBenchScenariosFlag(t *testing.T) {
 	}
 }
 
+// TestBenchWritePathServer runs the writepath scenario against a running
+// server, as test/cluster's BenchmarkWritePath runs it against
+// kube-apiserver and watchcache: the benchmark starts nothing, reads the
+// server's CPU and memory by its process id, and creates the default
+// ServiceAccounts a server without controllers lacks.
+func TestBenchWritePathServer(t *testing.T) {
+	s := server(t, "--controllers=")
+	startAll(t, s)
+	defer s.stop(syscall.SIGKILL)
+	kubeconfig := filepath.Join(s.args[1], "kubeconfig")
+	cfg, _, err := parseBenchFlags([]string{"--scenarios=writepath", "--writepath-pods=64", "--nodes=5", "--namespaces=3", "--pods=100", "--duration=100ms",
+		"--writepath-server=" + kubeconfig, "--writepath-pids=" + strconv.Itoa(s.cmd.Process.Pid)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	cfg.Progress, cfg.Output = &text, &text
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	report, err := bench.Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, text.String())
+	}
+	if len(report.Scenarios) != 1 || !strings.Contains(report.Scenarios[0].Workload, kubeconfig) {
+		t.Fatalf("scenarios %+v, want writepath against %s", report.Scenarios, kubeconfig)
+	}
+	for _, row := range report.Scenarios[0].Rows {
+		checkRow(t, "writepath", row)
+	}
+	checkWritePath(t, report.Scenarios[0])
+	if err := s.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the benchmark stopped the server it did not start: %v", err)
+	}
+}
+
 // checkWritePath checks that the writepath scenario made every write and
-// measured its throughput, latency and the server's memory.
+// measured its throughput, latency, the server's memory and the LISTs after.
 func checkWritePath(t *testing.T, s bench.Scenario) {
 	t.Helper()
-	if len(s.Rows) != 3 {
-		t.Fatalf("writepath rows %+v, want creates, status patches and after the load", s.Rows)
+	if len(s.Rows) != 5 {
+		t.Fatalf("writepath rows %+v, want creates, status patches, after the load, LIST by node and LIST all", s.Rows)
 	}
 	for _, row := range s.Rows {
 		for _, m := range row.Metrics {

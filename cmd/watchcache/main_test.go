@@ -86,6 +86,7 @@ func TestParseBenchFlags(t *testing.T) {
 	for _, bad := range [][]string{
 		{"--list-sizes", "10,x"}, {"--object-sizes", "0"}, {"--pods", "0"}, {"--watchers", "-1"},
 		{"--nodes", "100", "--pods", "10"}, {"--nothing-rate", "0"}, {"extra"},
+		{"--writepath-server", "kubeconfig"}, {"--writepath-pids", "1"}, {"--writepath-server", "kubeconfig", "--writepath-pids", "1,2,3"},
 	} {
 		if _, _, err := parseBenchFlags(bad); err == nil {
 			t.Errorf("parseBenchFlags(%v) succeeded", bad)

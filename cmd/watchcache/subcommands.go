@@ -162,6 +162,8 @@ func parseBenchFlags(args []string) (cfg bench.Config, out string, err error) {
 	fs.IntVar(&cfg.ProtobufUpdates, "protobuf-updates", cfg.ProtobufUpdates, "protobuf scenario: updates of the fan-out, per encoding")
 	fs.IntVar(&cfg.WritePathPods, "writepath-pods", cfg.WritePathPods, "writepath scenario: pods created, then status-patched (issue 29's table: 30000)")
 	fs.StringVar(&cfg.WritePathProfiles, "writepath-profiles", "", "writepath scenario: directory to write the server's CPU profile of each phase's first 10 s to")
+	fs.StringVar(&cfg.WritePathServer, "writepath-server", "", "writepath scenario: kubeconfig of a running API server to load instead of starting one (needs --writepath-pids)")
+	fs.Func("writepath-pids", "writepath scenario: process id of the --writepath-server, then its etcd's if etcd runs apart (comma-separated), for their CPU and memory", intList(&cfg.WritePathPIDs))
 	if err := fs.Parse(args); err != nil {
 		return cfg, "", err
 	}

@@ -118,6 +118,14 @@ type Config struct {
 	// write a CPU profile of each phase's first seconds to.
 	WritePathPods     int
 	WritePathProfiles string
+	// WritePathServer, if not empty, is the kubeconfig of a running API
+	// server (its current context's server and credentials) the writepath
+	// scenario loads instead of starting an etcd and a server of its own:
+	// kube-apiserver, for test/cluster's comparison. WritePathPIDs are then
+	// the process ids of that server and, if etcd runs apart, of its etcd,
+	// whose CPU time and memory the scenario reads from /proc.
+	WritePathServer string
+	WritePathPIDs   []int
 
 	// Progress receives the progress bars; Output the results, as text,
 	// scenario by scenario.
@@ -155,6 +163,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LeaseInterval <= 0 || c.NodeStatusInterval <= 0 || c.ClusterDuration <= 0 || c.ChurnRate <= 0 {
 		bad = append(bad, "the lease and node status intervals, the cluster duration and the churn rate must be positive")
+	}
+	if n := len(c.WritePathPIDs); (c.WritePathServer != "") != (n > 0) || n > 2 {
+		bad = append(bad, "an external writepath server needs its process id and at most its etcd's, and process ids need the server's kubeconfig")
 	}
 	if len(c.Scenarios) == 0 {
 		bad = append(bad, "no scenario to run")

@@ -58,7 +58,9 @@ func newAPIClient(base, kubeconfig string) (*apiClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &apiClient{base: base, http: admin, anonymous: anonymous, config: cfg}, nil
+	// A kubeconfig's bearer token, if it has one, goes with every request
+	// (rest.TLSConfigFor carries only the certificates).
+	return &apiClient{base: base, http: admin, token: cfg.BearerToken, anonymous: anonymous, config: cfg}, nil
 }
 
 // accepting returns a client of the same server, with the same

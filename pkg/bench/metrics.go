@@ -64,21 +64,35 @@ func cpuMetrics(op string, cpu map[string]cpuUsage, sides map[string]*outcome) [
 // cpuDuring runs work and returns the processor time s and etcd used
 // meanwhile, read from the OS.
 func (b *bench) cpuDuring(s *server, work func() error) (cpuUsage, error) {
-	s0, err1 := s.cpuSeconds()
-	e0, err2 := b.etcd.cpuSeconds()
+	return cpuDuring(s.process, b.etcd, work)
+}
+
+// cpuDuring runs work and returns the processor time server and etcd used
+// meanwhile, read from the OS; etcd may be nil (etcd in the server's
+// process), its time then 0.
+func cpuDuring(server, etcd *process, work func() error) (cpuUsage, error) {
+	etcdSeconds := func() (float64, error) {
+		if etcd == nil {
+			return 0, nil
+		}
+		return etcd.cpuSeconds()
+	}
+	s0, err1 := server.cpuSeconds()
+	e0, err2 := etcdSeconds()
 	if err := errors.Join(err1, err2); err != nil {
 		return cpuUsage{}, err
 	}
 	if err := work(); err != nil {
 		return cpuUsage{}, err
 	}
-	s1, err1 := s.cpuSeconds()
-	e1, err2 := b.etcd.cpuSeconds()
+	s1, err1 := server.cpuSeconds()
+	e1, err2 := etcdSeconds()
 	return cpuUsage{server: s1 - s0, etcd: e1 - e0}, errors.Join(err1, err2)
 }
 
-// memory is a server's resident set and live Go heap.
-type memory struct{ resident, heap int64 }
+// memory is a server's resident set and live Go heap, and, where etcd runs
+// in a process of its own and the caller read it, etcd's resident set.
+type memory struct{ resident, heap, etcdResident int64 }
 
 // memoryAfterGC makes s collect garbage (its heap profile with gc=1 does)
 // and reads its live heap from /metrics and its resident set from the OS.

@@ -31,6 +31,9 @@ type process struct {
 	started time.Time
 	exited  chan struct{}
 	waitErr error
+	// attached says the benchmark did not start the process (see
+	// attachProcess); exited is then nil.
+	attached bool
 }
 
 // startProcess runs exe with args, logging its stderr to dir/name.log, and
@@ -89,6 +92,21 @@ func startProcess(ctx context.Context, dir, name, exe string, env, args []string
 	}
 }
 
+// attachProcess is the running process pid, which the benchmark did not
+// start (an external server of the writepath scenario): its CPU time and
+// memory are read as a child's are, but it is never paused or stopped, and
+// alive reports whether it still exists.
+func attachProcess(name string, pid int) (*process, error) {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return nil, fmt.Errorf("%s: process %d: %w", name, pid, err)
+	}
+	proc, err := os.FindProcess(pid)
+	if err != nil {
+		return nil, err
+	}
+	return &process{name: name, cmd: &exec.Cmd{Process: proc}, attached: true}, nil
+}
+
 // failure describes how the process failed, with the end of its log.
 func (p *process) failure(what string) error {
 	log, _ := os.ReadFile(p.logPath)
@@ -100,6 +118,12 @@ func (p *process) failure(what string) error {
 
 // alive returns an error if the process has exited.
 func (p *process) alive() error {
+	if p.attached {
+		if err := syscall.Kill(p.cmd.Process.Pid, 0); err != nil {
+			return fmt.Errorf("%s (process %d) has exited: %w", p.name, p.cmd.Process.Pid, err)
+		}
+		return nil
+	}
 	select {
 	case <-p.exited:
 		return p.failure("exited")
@@ -164,6 +188,9 @@ func (p *process) resume() error { return p.cmd.Process.Signal(syscall.SIGCONT) 
 // stop asks the process to shut down (SIGTERM) and kills it if it has not
 // within 30 seconds.
 func (p *process) stop() {
+	if p.attached {
+		return // not the benchmark's to stop
+	}
 	_ = p.cmd.Process.Signal(syscall.SIGCONT)
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {

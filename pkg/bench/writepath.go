@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/watchcache/watchcache/pkg/benchdata"
 )
 
@@ -33,22 +35,40 @@ type writePathPhase struct {
 	cpu  cpuUsage
 }
 
-// writePath is the writepath scenario: a new etcd and cache-on server,
-// WritePathPods pods created through it by writePathClients clients, then
-// given a pods/status merge patch each.
+// writePathListClients is how many kubelet-like clients list their node's
+// pods at once after the writes, as in issue 29's table.
+const writePathListClients = 16
+
+// writePathListAllPasses is how many times one client lists all pods after
+// the writes.
+const writePathListAllPasses = 5
+
+// writePath is the writepath scenario: WritePathPods pods created through a
+// new etcd and cache-on server (or the running server of
+// Config.WritePathServer) by writePathClients clients, then given a
+// pods/status merge patch each; the server's memory after them; then its
+// consistent LISTs of a node's pods and of all pods.
 func (b *bench) writePath(ctx context.Context) error {
-	const etcdDir = "etcd-writepath"
-	if err := b.startEtcd(ctx, etcdDir); err != nil {
+	s, etcd, stop, err := b.writePathServer(ctx)
+	if err != nil {
 		return err
 	}
-	var s *server
-	defer func() { b.stopOwn(s, etcdDir) }()
-	var err error
-	if s, err = b.startServerAs(ctx, "writepath", true); err != nil {
-		return err
-	}
+	defer stop()
 	if err := b.createPodNamespaces(ctx, s); err != nil {
 		return err
+	}
+	if b.cfg.WritePathServer != "" {
+		// A server without kube-controller-manager (kube-apiserver alone)
+		// has no default ServiceAccount, which pods need to be admitted.
+		if _, _, err := b.writeAll(ctx, "service accounts", b.cfg.Namespaces, func(ctx context.Context, i int) (int64, error) {
+			n, err := s.create(ctx, "/api/v1/namespaces/"+benchdata.Namespace(i, b.cfg.Namespaces)+"/serviceaccounts", []byte(`{"metadata":{"name":"default"}}`))
+			if statusOf(err) == http.StatusConflict {
+				err = nil // made meanwhile by the server's own controller
+			}
+			return n, err
+		}); err != nil {
+			return err
+		}
 	}
 	n, namespaces, nodes := b.cfg.WritePathPods, b.cfg.Namespaces, b.cfg.Nodes
 	path := func(i int) (ns, name string) { return benchdata.Namespace(i, namespaces), fmt.Sprintf("pod-%06d", i) }
@@ -72,7 +92,7 @@ func (b *bench) writePath(ctx context.Context) error {
 		p := phase.p
 		stopProfile := b.profileWritePath(ctx, s, p.verb)
 		b.bar.start(p.verb, n)
-		p.cpu, err = b.cpuDuring(s, func() error {
+		p.cpu, err = cpuDuring(s.process, etcd, func() error {
 			p.o = closedLoop(ctx, writePathClients, forCount(n), func(ctx context.Context, _, i int) error {
 				defer b.bar.add(1)
 				return phase.op(ctx, i)
@@ -91,10 +111,61 @@ func (b *bench) writePath(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if etcd != nil {
+		if mem.etcdResident, err = etcd.residentBytes(); err != nil {
+			return err
+		}
+	}
+	byNode := closedLoop(ctx, writePathListClients, forDuration(writePathListClients, b.cfg.Duration, 1), func(ctx context.Context, client, i int) error {
+		return s.listNodePods(ctx, n, nodes, client*7919+i*31)
+	})
+	all := closedLoop(ctx, 1, forCount(writePathListAllPasses), func(ctx context.Context, _, _ int) error {
+		return s.listAtLeast(ctx, "/api/v1/pods", int64(n)*1000)
+	})
 	if err := s.alive(); err != nil {
 		return err
 	}
-	return b.finish(writePathScenario(n, namespaces, create, patch, mem))
+	return b.finish(writePathScenario(b.cfg, s.label, create, patch, mem, byNode, all))
+}
+
+// writePathServer starts a new etcd and a cache-on server for the
+// writepath scenario, or, with Config.WritePathServer, attaches to the
+// running server it names and to the processes of Config.WritePathPIDs.
+// etcd is nil when etcd runs in the server's process; stop stops what was
+// started.
+func (b *bench) writePathServer(ctx context.Context) (s *server, etcd *process, stop func(), err error) {
+	if b.cfg.WritePathServer == "" {
+		const etcdDir = "etcd-writepath"
+		if err := b.startEtcd(ctx, etcdDir); err != nil {
+			return nil, nil, nil, err
+		}
+		s, err := b.startServerAs(ctx, "writepath", true)
+		stop := func() { b.stopOwn(s, etcdDir) }
+		if err != nil {
+			stop()
+			return nil, nil, nil, err
+		}
+		return s, b.etcd, stop, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", b.cfg.WritePathServer)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	client, err := newAPIClient(cfg.Host, b.cfg.WritePathServer)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p, err := attachProcess("server", b.cfg.WritePathPIDs[0])
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if len(b.cfg.WritePathPIDs) > 1 {
+		if etcd, err = attachProcess("etcd", b.cfg.WritePathPIDs[1]); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	s = &server{process: p, apiClient: client, watchCache: true, label: "server"}
+	return s, etcd, func() {}, s.waitReady(ctx)
 }
 
 // profileWritePath fetches a CPU profile of s's first seconds of a phase
@@ -139,8 +210,9 @@ func kubeletStatusPatch(i int) []byte {
 		strings.Join(conditions, ","), host, host, ip, ip, i)
 }
 
-// writePathScenario reports the two phases and the memory after them.
-func writePathScenario(pods, namespaces int, create, patch writePathPhase, mem memory) Scenario {
+// writePathScenario reports the two phases, the memory after them and the
+// LISTs; side names the server.
+func writePathScenario(cfg Config, side string, create, patch writePathPhase, mem memory, byNode, all *outcome) Scenario {
 	var rows []Row
 	notes := map[string]*outcome{}
 	for _, p := range []writePathPhase{create, patch} {
@@ -151,25 +223,44 @@ func writePathScenario(pods, namespaces int, create, patch writePathPhase, mem m
 			Metric{Name: "server CPU", Unit: CPUSeconds, Cache: p.cpu.server},
 			Metric{Name: "server CPU per write", Unit: Seconds, Cache: p.cpu.server / float64(max(p.o.ops, 1))},
 			Metric{Name: "etcd CPU per write", Unit: Seconds, Cache: p.cpu.etcd / float64(max(p.o.ops, 1))})
-		for i := range m {
-			m[i].FirstOnly = true
-		}
 		rows = append(rows, Row{Label: fmt.Sprintf("%s, %d clients", p.verb, writePathClients), Metrics: m})
 	}
-	rows = append(rows, Row{Label: "after the load", Metrics: []Metric{
-		{Name: "server CPU, creates + patches", Unit: CPUSeconds, Cache: create.cpu.server + patch.cpu.server, FirstOnly: true},
-		{Name: "RSS", Unit: Bytes, Cache: float64(mem.resident), FirstOnly: true},
-		{Name: "live heap", Unit: Bytes, Cache: float64(mem.heap), FirstOnly: true},
-	}})
+	after := []Metric{
+		{Name: "server CPU, creates + patches", Unit: CPUSeconds, Cache: create.cpu.server + patch.cpu.server},
+		{Name: "RSS", Unit: Bytes, Cache: float64(mem.resident)},
+		{Name: "live heap", Unit: Bytes, Cache: float64(mem.heap)},
+	}
+	if mem.etcdResident > 0 { // etcd in a process of its own
+		after = append(after,
+			Metric{Name: "etcd CPU, creates + patches", Unit: CPUSeconds, Cache: create.cpu.etcd + patch.cpu.etcd},
+			Metric{Name: "etcd RSS", Unit: Bytes, Cache: float64(mem.etcdResident)})
+	}
+	rows = append(rows, Row{Label: "after the load", Metrics: after})
+	byNodeMetrics := percentileMetrics(byNode, byNode, "p50", "p99")
+	byNodeMetrics = append(byNodeMetrics, Metric{Name: "throughput", Unit: PerSecond, Cache: byNode.throughput(), HigherIsBetter: true})
+	rows = append(rows,
+		Row{Label: fmt.Sprintf("consistent LIST by node, %d clients", writePathListClients), Metrics: byNodeMetrics, Incomplete: failures(map[string]*outcome{side: byNode})},
+		Row{Label: "LIST all pods, resourceVersion unset", Metrics: percentileMetrics(all, all, "p50", "max"), Incomplete: failures(map[string]*outcome{side: all})})
+	for _, row := range rows {
+		for i := range row.Metrics {
+			row.Metrics[i].FirstOnly = true
+		}
+	}
 	rows[0].Incomplete = failures(notes)
+	server := "a new cache-on server"
+	if cfg.WritePathServer != "" {
+		server = "the server of " + cfg.WritePathServer
+	}
 	return Scenario{
 		ID:    "writepath",
 		Title: "The write path: creates and pods/status patches",
-		Workload: fmt.Sprintf("%s pods of about 2.3 KB in %d namespaces created through a new cache-on server by %d clients (JSON over HTTPS, the administrator's certificate), "+
-			"then a pods/status merge patch of about 1.5 KB each, as kubelets report status, by as many clients (issue 29's workload, without kube-apiserver). "+
-			"CPU is the server's process alone over each phase; etcd's is reported per write beside it.",
-			FormatValue(Count, float64(pods)), namespaces, writePathClients),
-		Sides: []string{"watchcache"},
+		Workload: fmt.Sprintf("%s pods of about 2.3 KB in %d namespaces on %s nodes created through %s by %d clients (JSON over HTTPS, the administrator's credentials), "+
+			"then a pods/status merge patch of about 1.5 KB each, as kubelets report status, by as many clients (issue 29's workload). "+
+			"CPU is the server's process alone over each phase; etcd's is reported per write beside it (0 when etcd runs in the server's process). "+
+			"After the writes and the memory reading, %d clients LIST their node's pods by spec.nodeName, consistently, for %s, then one client LISTs all pods with resourceVersion unset %d times.",
+			FormatValue(Count, float64(cfg.WritePathPods)), cfg.Namespaces, FormatValue(Count, float64(cfg.Nodes)), server, writePathClients,
+			writePathListClients, cfg.Duration, writePathListAllPasses),
+		Sides: []string{side},
 		Rows:  rows,
 	}
 }
