@@ -325,6 +325,10 @@ func (b *bench) setup() []string {
 			"(the same flags); their pods (but writepath's, which it measures creating) are written straight into etcd by the benchmark's etcd client, "+fmt.Sprint(etcdBatch)+" per transaction, as the server stores them "+
 			"(each scenario says how fast: much faster than creating them over HTTP).")
 	}
+	if b.cfg.runs("writepath") && b.cfg.WritePathServer != "" {
+		setup = append(setup, fmt.Sprintf("The writepath scenario loaded a server it did not start, that of %s (process ids %v: the server, then its etcd if apart), on data and flags of its starter's choosing.",
+			b.cfg.WritePathServer, b.cfg.WritePathPIDs))
+	}
 	return setup
 }
 
