@@ -125,7 +125,7 @@ func (b *bench) writePath(ctx context.Context) error {
 	if err := s.alive(); err != nil {
 		return err
 	}
-	return b.finish(writePathScenario(b.cfg, s.label, create, patch, mem, byNode, all))
+	return b.finish(writePathScenario(b.cfg, create, patch, mem, byNode, all))
 }
 
 // writePathServer starts a new etcd and a cache-on server for the
@@ -211,8 +211,12 @@ func kubeletStatusPatch(i int) []byte {
 }
 
 // writePathScenario reports the two phases, the memory after them and the
-// LISTs; side names the server.
-func writePathScenario(cfg Config, side string, create, patch writePathPhase, mem memory, byNode, all *outcome) Scenario {
+// LISTs.
+func writePathScenario(cfg Config, create, patch writePathPhase, mem memory, byNode, all *outcome) Scenario {
+	server, side := "a new cache-on server", "watchcache"
+	if cfg.WritePathServer != "" {
+		server, side = "the server of "+cfg.WritePathServer, "server"
+	}
 	var rows []Row
 	notes := map[string]*outcome{}
 	for _, p := range []writePathPhase{create, patch} {
@@ -247,10 +251,6 @@ func writePathScenario(cfg Config, side string, create, patch writePathPhase, me
 		}
 	}
 	rows[0].Incomplete = failures(notes)
-	server := "a new cache-on server"
-	if cfg.WritePathServer != "" {
-		server = "the server of " + cfg.WritePathServer
-	}
 	return Scenario{
 		ID:    "writepath",
 		Title: "The write path: creates and pods/status patches",
