@@ -90,12 +90,18 @@ func cpuDuring(server, etcd *process, work func() error) (cpuUsage, error) {
 	return cpuUsage{server: s1 - s0, etcd: e1 - e0}, errors.Join(err1, err2)
 }
 
-// memory is a server's resident set and live Go heap, and, where etcd runs
+// memory is a server's resident set (resident: the whole of it, split into
+// anon and file as residentSet) and its Go heap: heap is the live objects
+// (HeapAlloc, after a collection), heapInuse the spans holding them
+// (HeapInuse: heap plus the free room in those spans); and, where etcd runs
 // in a process of its own and the caller read it, etcd's resident set.
-type memory struct{ resident, heap, etcdResident int64 }
+type memory struct {
+	resident, anon, file, heap, heapInuse int64
+	etcd                                  residentSet
+}
 
 // memoryAfterGC makes s collect garbage (its heap profile with gc=1 does)
-// and reads its live heap from /metrics and its resident set from the OS.
+// and reads its heap from /metrics and its resident set from the OS.
 // It collects twice: buffers in sync.Pools (gRPC's receive buffers) survive
 // one collection in the pools' victim cache.
 func (s *server) memoryAfterGC(ctx context.Context) (memory, error) {
@@ -109,8 +115,12 @@ func (s *server) memoryAfterGC(ctx context.Context) (memory, error) {
 	if err != nil {
 		return memory{}, err
 	}
-	rss, err := s.residentBytes()
-	return memory{resident: rss, heap: int64(heap)}, err
+	inuse, err := s.scrape(ctx, "go_memstats_heap_inuse_bytes")
+	if err != nil {
+		return memory{}, err
+	}
+	r, err := s.residentSet()
+	return memory{resident: r.total, anon: r.anon, file: r.file, heap: int64(heap), heapInuse: int64(inuse)}, err
 }
 
 // scrape returns the value of one series from /metrics, named as

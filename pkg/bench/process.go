@@ -164,20 +164,36 @@ func cpuSecondsOf(pid int, name string) (float64, error) {
 	return float64(utime+stime) / cpuTicksPerSecond, nil
 }
 
-// residentBytes returns the process's resident set size, VmRSS from
-// /proc/<pid>/status.
-func (p *process) residentBytes() (int64, error) {
+// residentSet is a process's resident memory: the whole (VmRSS), the
+// anonymous part (Go's heap and stacks: RssAnon) and the file-backed part
+// (the binary, and etcd's bbolt database, which etcd maps into memory:
+// RssFile), as /proc/<pid>/status reports them.
+type residentSet struct{ total, anon, file int64 }
+
+// residentSet reads p's resident set from /proc/<pid>/status.
+func (p *process) residentSet() (residentSet, error) {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err != nil {
-		return 0, err
+		return residentSet{}, err
 	}
+	var r residentSet
+	fields := map[string]*int64{"VmRSS:": &r.total, "RssAnon:": &r.anon, "RssFile:": &r.file}
 	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb * 1024, err
+		for prefix, dst := range fields {
+			if rest, ok := strings.CutPrefix(line, prefix); ok {
+				kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+				if err != nil {
+					return r, fmt.Errorf("%s: /proc status: %s %w", p.name, prefix, err)
+				}
+				*dst = kb * 1024
+				delete(fields, prefix)
+			}
 		}
 	}
-	return 0, fmt.Errorf("%s: no VmRSS in /proc status", p.name)
+	if len(fields) > 0 {
+		return r, fmt.Errorf("%s: no VmRSS, RssAnon or RssFile in /proc status", p.name)
+	}
+	return r, nil
 }
 
 // pause stops the process (SIGSTOP) so that it uses no processor time while

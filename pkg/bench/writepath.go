@@ -1,7 +1,7 @@
 // The write-path scenario: issue 29's table with watchcache alone. Pods
 // created by 32 clients, then a kubelet-like pods/status merge patch each;
 // throughput, latency per verb, the server's CPU per write and its memory
-// after the load.
+// and etcd's after the load, split into parts per pod.
 
 package bench
 
@@ -112,7 +112,7 @@ func (b *bench) writePath(ctx context.Context) error {
 		return err
 	}
 	if etcd != nil {
-		if mem.etcdResident, err = etcd.residentBytes(); err != nil {
+		if mem.etcd, err = etcd.residentSet(); err != nil {
 			return err
 		}
 	}
@@ -229,17 +229,30 @@ func writePathScenario(cfg Config, create, patch writePathPhase, mem memory, byN
 			Metric{Name: "etcd CPU per write", Unit: Seconds, Cache: p.cpu.etcd / float64(max(p.o.ops, 1))})
 		rows = append(rows, Row{Label: fmt.Sprintf("%s, %d clients", p.verb, writePathClients), Metrics: m})
 	}
+	perPod := func(v int64) float64 { return float64(v) / float64(max(cfg.WritePathPods, 1)) }
 	after := []Metric{
 		{Name: "server CPU, creates + patches", Unit: CPUSeconds, Cache: create.cpu.server + patch.cpu.server},
 		{Name: "RSS", Unit: Bytes, Cache: float64(mem.resident)},
 		{Name: "live heap", Unit: Bytes, Cache: float64(mem.heap)},
 	}
-	if mem.etcdResident > 0 { // etcd in a process of its own
+	// Where the memory goes, per pod: each part as the OS and Go's runtime
+	// count it (see docs/performance.md, "Where the memory goes").
+	parts := []Metric{
+		{Name: "server live heap", Unit: Bytes, Cache: perPod(mem.heap)},
+		{Name: "server heap in use − live", Unit: Bytes, Cache: perPod(mem.heapInuse - mem.heap)},
+		{Name: "server anonymous RSS", Unit: Bytes, Cache: perPod(mem.anon)},
+		{Name: "server file-backed RSS", Unit: Bytes, Cache: perPod(mem.file)},
+	}
+	if mem.etcd.total > 0 { // etcd in a process of its own
 		after = append(after,
 			Metric{Name: "etcd CPU, creates + patches", Unit: CPUSeconds, Cache: create.cpu.etcd + patch.cpu.etcd},
-			Metric{Name: "etcd RSS", Unit: Bytes, Cache: float64(mem.etcdResident)})
+			Metric{Name: "etcd RSS", Unit: Bytes, Cache: float64(mem.etcd.total)},
+			Metric{Name: "RSS, server + etcd", Unit: Bytes, Cache: float64(mem.resident + mem.etcd.total)})
+		parts = append(parts,
+			Metric{Name: "etcd anonymous RSS", Unit: Bytes, Cache: perPod(mem.etcd.anon)},
+			Metric{Name: "etcd file-backed RSS (bbolt's mapped pages)", Unit: Bytes, Cache: perPod(mem.etcd.file)})
 	}
-	rows = append(rows, Row{Label: "after the load", Metrics: after})
+	rows = append(rows, Row{Label: "after the load", Metrics: after}, Row{Label: "memory per pod after the load", Metrics: parts})
 	byNodeMetrics := percentileMetrics(byNode, byNode, "p50", "p99")
 	byNodeMetrics = append(byNodeMetrics, Metric{Name: "throughput", Unit: PerSecond, Cache: byNode.throughput(), HigherIsBetter: true})
 	rows = append(rows,
