@@ -80,6 +80,7 @@ func parseEtcdFlags(args []string) (etcdembed.Config, error) {
 	heartbeat := fs.Uint("heartbeat-interval", 100, "time (ms) of a heartbeat interval; a single member without cluster flags uses 10 unless given")
 	election := fs.Uint("election-timeout", 1000, "time (ms) of an election timeout; a single member without cluster flags uses 100 unless given")
 	fs.Uint64Var(&cfg.SnapshotCount, "snapshot-count", 0, "committed transactions that trigger a snapshot to disk (0: etcd's default, 10000)")
+	fs.Uint64Var(&cfg.SnapshotCatchUpEntries, "snapshot-catchup-entries", 0, "raft entries kept in memory for slow followers to catch up from (0: etcd's default, 5000, for a member of a cluster; 100 for a single member, which has no followers)")
 	fs.Usage = func() { printFlags(fs) } // as etcd's --help, which envtest reads
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -161,7 +162,7 @@ func parseBenchFlags(args []string) (cfg bench.Config, out string, err error) {
 	fs.IntVar(&cfg.ProtobufWatchers, "protobuf-watchers", cfg.ProtobufWatchers, "protobuf scenario: watchers of all pods in the fan-out, per encoding")
 	fs.IntVar(&cfg.ProtobufUpdates, "protobuf-updates", cfg.ProtobufUpdates, "protobuf scenario: updates of the fan-out, per encoding")
 	fs.IntVar(&cfg.WritePathPods, "writepath-pods", cfg.WritePathPods, "writepath scenario: pods created, then status-patched (issue 29's table: 30000)")
-	fs.StringVar(&cfg.WritePathProfiles, "writepath-profiles", "", "writepath scenario: directory to write the server's CPU profile of each phase's first 10 s to")
+	fs.StringVar(&cfg.WritePathProfiles, "writepath-profiles", "", "writepath scenario: directory to write the server's CPU profile of each phase's first 10 s and its heap profile after the load to")
 	fs.StringVar(&cfg.WritePathServer, "writepath-server", "", "writepath scenario: kubeconfig of a running API server to load instead of starting one (needs --writepath-pids)")
 	fs.Func("writepath-pids", "writepath scenario: process id of the --writepath-server, then its etcd's if etcd runs apart (comma-separated), for their CPU and memory", intList(&cfg.WritePathPIDs))
 	if err := fs.Parse(args); err != nil {

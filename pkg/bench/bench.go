@@ -115,7 +115,8 @@ type Config struct {
 
 	// The writepath scenario creates WritePathPods pods, then patches each
 	// one's status; WritePathProfiles, if not empty, is a directory to
-	// write a CPU profile of each phase's first seconds to.
+	// write a CPU profile of each phase's first seconds and a heap profile
+	// after the load to.
 	WritePathPods     int
 	WritePathProfiles string
 	// WritePathServer, if not empty, is the kubeconfig of a running API

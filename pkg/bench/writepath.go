@@ -116,6 +116,9 @@ func (b *bench) writePath(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := b.saveHeapProfile(ctx, s); err != nil {
+		return err
+	}
 	byNode := closedLoop(ctx, writePathListClients, forDuration(writePathListClients, b.cfg.Duration, 1), func(ctx context.Context, client, i int) error {
 		return s.listNodePods(ctx, n, nodes, client*7919+i*31)
 	})
@@ -191,6 +194,26 @@ func (b *bench) profileWritePath(ctx context.Context, s *server, verb string) fu
 		done <- err
 	}()
 	return func() error { return <-done }
+}
+
+// saveHeapProfile fetches s's heap profile after the load into
+// Config.WritePathProfiles/writepath-heap.pprof, if that is set: what the
+// live heap of the report holds.
+func (b *bench) saveHeapProfile(ctx context.Context, s *server) error {
+	if b.cfg.WritePathProfiles == "" {
+		return nil
+	}
+	resp, err := s.send(ctx, http.MethodGet, "/debug/pprof/heap", "", nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(filepath.Join(b.cfg.WritePathProfiles, "writepath-heap.pprof"))
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, resp.Body)
+	return errors.Join(err, f.Close())
 }
 
 // kubeletStatusPatch is pod i's status as its kubelet reports it, about
