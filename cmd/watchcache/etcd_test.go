@@ -27,11 +27,11 @@ func TestParseEtcdFlags(t *testing.T) {
 	cfg, err = parseEtcdFlags([]string{"--name", "b", "--initial-cluster", "a=http://127.0.0.1:2380,b=http://127.0.0.1:2480",
 		"--initial-cluster-state", "existing", "--initial-cluster-token", "t1", "--listen-peer-urls", "http://0.0.0.0:2480",
 		"--initial-advertise-peer-urls", "http://127.0.0.1:2480", "--listen-client-urls", "http://127.0.0.1:2479, http://127.0.0.1:2579",
-		"--advertise-client-urls", "http://127.0.0.1:2479", "--heartbeat-interval", "20", "--snapshot-count", "500"})
+		"--advertise-client-urls", "http://127.0.0.1:2479", "--heartbeat-interval", "20", "--snapshot-count", "500", "--snapshot-catchup-entries", "50"})
 	if err != nil || cfg.Name != "b" || cfg.InitialClusterState != "existing" || cfg.InitialClusterToken != "t1" ||
 		strings.Join(cfg.ListenPeerURLs, " ") != "http://0.0.0.0:2480" || strings.Join(cfg.AdvertisePeerURLs, " ") != "http://127.0.0.1:2480" ||
 		strings.Join(cfg.ListenClientURLs, " ") != "http://127.0.0.1:2479 http://127.0.0.1:2579" || len(cfg.AdvertiseClientURLs) != 1 ||
-		cfg.HeartbeatInterval != 20*time.Millisecond || cfg.ElectionTimeout != time.Second || cfg.SnapshotCount != 500 {
+		cfg.HeartbeatInterval != 20*time.Millisecond || cfg.ElectionTimeout != time.Second || cfg.SnapshotCount != 500 || cfg.SnapshotCatchUpEntries != 50 {
 		t.Fatalf("cluster flags: %+v, %v", cfg, err)
 	}
 	for _, bad := range [][]string{

@@ -102,8 +102,16 @@ type Config struct {
 	// member, which then elects itself within tens of milliseconds.
 	HeartbeatInterval, ElectionTimeout time.Duration
 	// SnapshotCount is etcd's --snapshot-count; 0 keeps etcd's default
-	// (10,000 applied entries between snapshots).
+	// (10,000 applied entries between snapshots to disk). It does not bound
+	// the raft log in memory: etcd 3.7 snapshots to memory every 100
+	// entries and then keeps SnapshotCatchUpEntries of the log.
 	SnapshotCount uint64
+	// SnapshotCatchUpEntries is etcd's --snapshot-catchup-entries: the raft
+	// entries kept in memory, values included, for a slow follower to
+	// catch up from. 0 means etcd's default (5,000) for a member of a
+	// cluster, and singleCatchUpEntries for a single member, which has no
+	// follower to keep them for.
+	SnapshotCatchUpEntries uint64
 	// ReadyTimeout bounds how long Start waits for the member to serve; 0
 	// means 1 minute for a single member and 10 minutes for a member of a
 	// cluster, which serves only once a quorum of members is up.
@@ -130,6 +138,13 @@ const (
 	clusterHeartbeat, clusterElection       = 100 * time.Millisecond, time.Second
 	singleReadyTimeout, clusterReadyTimeout = time.Minute, 10 * time.Minute
 )
+
+// singleCatchUpEntries is a single member's default SnapshotCatchUpEntries.
+// etcd keeps 5,000 entries for followers, whole values included: with
+// issue 29's pods (creates of 2.3 KB, status patches that make them 3.8 KB)
+// about 20 MB that a member without followers never reads. Deliberately
+// not etcd's default; a member of a cluster keeps etcd's.
+const singleCatchUpEntries = 100
 
 // Start launches etcd and waits until it serves requests.
 func Start(cfg Config) (*Server, error) {
@@ -323,6 +338,12 @@ func (c Config) embedConfig(clientPort int) (*embed.Config, error) {
 	ec.ElectionMs = uint(election / time.Millisecond)
 	if c.SnapshotCount > 0 {
 		ec.SnapshotCount = c.SnapshotCount
+	}
+	switch {
+	case c.SnapshotCatchUpEntries > 0:
+		ec.SnapshotCatchUpEntries = c.SnapshotCatchUpEntries
+	case !c.clustered():
+		ec.SnapshotCatchUpEntries = singleCatchUpEntries
 	}
 	ec.UnsafeNoFsync = c.UnsafeNoFsync
 	if c.ProgressNotifyInterval > 0 {

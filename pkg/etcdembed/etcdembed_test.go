@@ -57,3 +57,29 @@ func TestNoPeerListener(t *testing.T) {
 		t.Fatalf("%d peer and %d client listeners, want 0 and 1", len(s.etcd.Peers), len(s.etcd.Clients))
 	}
 }
+
+// TestSnapshotCatchUpEntries checks the raft entries kept for followers: 100
+// for a single member, which has none, etcd's default for a member of a
+// cluster, and what is given for either.
+func TestSnapshotCatchUpEntries(t *testing.T) {
+	cluster := Config{DataDir: "d", Name: "a", InitialCluster: "a=http://127.0.0.1:2380"}
+	given := cluster
+	given.SnapshotCatchUpEntries = 7
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		want uint64
+	}{
+		{"single member", Config{DataDir: "d"}, singleCatchUpEntries},
+		{"member of a cluster", cluster, 5000},
+		{"given", given, 7},
+	} {
+		ec, err := c.cfg.embedConfig(2379)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if ec.SnapshotCatchUpEntries != c.want {
+			t.Errorf("%s: SnapshotCatchUpEntries %d, want %d", c.name, ec.SnapshotCatchUpEntries, c.want)
+		}
+	}
+}
