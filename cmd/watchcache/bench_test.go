@@ -209,8 +209,8 @@ func TestBenchWritePathServer(t *testing.T) {
 // measured its throughput, latency, the server's memory and the LISTs after.
 func checkWritePath(t *testing.T, s bench.Scenario) {
 	t.Helper()
-	if len(s.Rows) != 5 {
-		t.Fatalf("writepath rows %+v, want creates, status patches, after the load, LIST by node and LIST all", s.Rows)
+	if len(s.Rows) != 6 {
+		t.Fatalf("writepath rows %+v, want creates, status patches, after the load, memory per pod, LIST by node and LIST all", s.Rows)
 	}
 	for _, row := range s.Rows {
 		for _, m := range row.Metrics {
