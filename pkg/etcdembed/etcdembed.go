@@ -411,6 +411,20 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcdembed: %w", err)
 	}
+	if len(cfg.ListenClientURLs) == 0 && ec.ListenClientUrls[0].Scheme == "https" {
+		// Over TLS, etcd serves gRPC on a client URL that also serves its
+		// HTTP endpoints (/health, /metrics, /version) through net/http's
+		// HTTP/2 server and grpc-go's ServeHTTP transport, which serializes
+		// a connection's frames in one writer: under a cluster's write load
+		// hundreds of requests waited there (2 s p99 for creates). With the
+		// HTTP endpoints on a port of their own (etcd's
+		// --listen-client-http-urls) the client port is gRPC's own server.
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		ec.ListenClientHttpUrls = []url.URL{{Scheme: "https", Host: fmt.Sprintf("127.0.0.1:%d", p)}}
+	}
 	endpoint := ec.AdvertiseClientUrls[0]
 	var clientTLS *tls.Config
 	if endpoint.Scheme == "https" {

@@ -2,8 +2,13 @@ package etcdembed
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/watchcache/watchcache/pkg/pki"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 )
 
 // TestRestartKeepsAcknowledgedWrites writes, closes etcd gracefully, starts
@@ -80,6 +85,59 @@ func TestSnapshotCatchUpEntries(t *testing.T) {
 		}
 		if ec.SnapshotCatchUpEntries != c.want {
 			t.Errorf("%s: SnapshotCatchUpEntries %d, want %d", c.name, ec.SnapshotCatchUpEntries, c.want)
+		}
+	}
+}
+
+// TestTLSClientPortIsGRPCOnly: over TLS, the client port is gRPC's own
+// server (an HTTPS request there is not answered as HTTP: etcd's /health
+// is not served on it), and etcd's HTTP endpoints answer on a port of
+// their own, with the same client certificates.
+func TestTLSClientPortIsGRPCOnly(t *testing.T) {
+	certs, err := pki.Ensure(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Start(Config{DataDir: t.TempDir(), UnsafeNoFsync: true,
+		ClientTLS: transport.TLSInfo{CertFile: certs.EtcdServerCert, KeyFile: certs.EtcdServerKey,
+			TrustedCAFile: certs.CACert, ClientCertAuth: true},
+		ClientCert: certs.EtcdClientCert, ClientKey: certs.EtcdClientKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := s.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.Put(ctx, "/k", "v"); err != nil {
+		t.Fatalf("a put over gRPC: %v", err)
+	}
+
+	httpURLs := s.etcd.Config().ListenClientHttpUrls
+	if len(httpURLs) != 1 || httpURLs[0].Host == strings.TrimPrefix(s.Endpoint, "https://") {
+		t.Fatalf("HTTP URLs %v, want one besides the client endpoint %s", httpURLs, s.Endpoint)
+	}
+	tlsConfig, err := transport.TLSInfo{CertFile: certs.EtcdClientCert, KeyFile: certs.EtcdClientKey, TrustedCAFile: certs.CACert}.ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}, Timeout: 10 * time.Second}
+	resp, err := hc.Get(httpURLs[0].String() + "/health")
+	if err != nil {
+		t.Fatalf("/health on %s: %v", httpURLs[0].String(), err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/health on %s: %s, want 200", httpURLs[0].String(), resp.Status)
+	}
+	if resp, err := hc.Get(s.Endpoint + "/health"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatalf("/health on the client endpoint %s answered 200: HTTP is still served there", s.Endpoint)
 		}
 	}
 }
