@@ -3,6 +3,7 @@ package cluster
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -29,6 +30,12 @@ import (
 // Run it alone:
 //
 //	cd test/cluster && go test -run '^$' -bench ClusterScale -benchtime 1x -timeout 2h
+//
+// With CLUSTER_BENCH_DUMP=dir, it also writes there, per server, the CPU
+// profile of the first CLUSTER_BENCH_PROFILE_SECONDS (default 50) after the
+// Deployments are created (<server>.cpu.pprof) and the server's /metrics at
+// the end (<server>.metrics), and every 2 s the server's goroutines
+// (<server>.goroutines.<seconds since the start>).
 func BenchmarkClusterScale(b *testing.B) {
 	nodes, pods := envInt(b, "CLUSTER_BENCH_NODES", 1000), envInt(b, "CLUSTER_BENCH_PODS", 30000)
 	const perDeployment = 100
@@ -41,11 +48,32 @@ func BenchmarkClusterScale(b *testing.B) {
 				// node NotReady for a moment leaves its pods NotReady for
 				// good (kwok makes a pod Ready once).
 				c := startCluster(b, server, 40*time.Second, 2*time.Minute)
+				dump := os.Getenv("CLUSTER_BENCH_DUMP")
+				stopDumps := make(chan struct{})
+				if dump != "" {
+					go func() {
+						for {
+							select {
+							case <-stopDumps:
+								return
+							case <-time.After(2 * time.Second):
+							}
+							c.save(b, "/debug/pprof/goroutine?debug=1", filepath.Join(dump, fmt.Sprintf("%s.goroutines.%03.0f", server.name, time.Since(start).Seconds())))
+						}
+					}()
+				}
 				c.createNodesParallel(b, nodes)
 				c.waitFor(b, 10*time.Minute, "nodes Ready", func() (bool, string, error) {
 					ready, err := c.readyNodes("pool=bench")
 					return len(ready) == nodes, fmt.Sprintf("%d Ready", len(ready)), err
 				})
+				var profiled sync.WaitGroup
+				if dump != "" {
+					seconds := envInt(b, "CLUSTER_BENCH_PROFILE_SECONDS", 50)
+					profiled.Go(func() {
+						c.save(b, fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds), filepath.Join(dump, server.name+".cpu.pprof"))
+					})
+				}
 				deployments := (pods + perDeployment - 1) / perDeployment
 				for i := range deployments {
 					ns := fmt.Sprintf("bench-%d", i/10)
@@ -76,6 +104,11 @@ func BenchmarkClusterScale(b *testing.B) {
 					return available == pods, fmt.Sprintf("%d of %d available", available, pods), nil
 				})
 				elapsed := time.Since(start)
+				close(stopDumps)
+				if dump != "" {
+					profiled.Wait()
+					c.save(b, "/metrics", filepath.Join(dump, server.name+".metrics"))
+				}
 				b.ReportMetric(elapsed.Seconds(), "s-to-running")
 				cpu, rss := procStats(b, c.server)
 				b.ReportMetric(cpu, "server-cpu-s")
@@ -91,6 +124,22 @@ func BenchmarkClusterScale(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// save writes the server's answer to GET path into file, or logs why not
+// (it runs beside the load, in its own goroutine).
+func (c *cluster) save(b *testing.B, path, file string) {
+	resp, err := c.get(b, path)
+	if err == nil {
+		defer resp.Body.Close()
+		var data []byte
+		if data, err = io.ReadAll(resp.Body); err == nil {
+			err = os.WriteFile(file, data, 0o644)
+		}
+	}
+	if err != nil {
+		b.Logf("saving %s: %v", path, err)
 	}
 }
 
