@@ -542,8 +542,9 @@ func TestInitializationKubectl(t *testing.T) {
 	kubectl := func(args ...string) (string, error) {
 		// Not kcTimeout: client-go retries 429s ten times, waiting as
 		// Retry-After says, which grows with the time the cache has been
-		// initializing (past 30 s beside the whole suite under -race).
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		// initializing (past 30 s beside the whole suite under -race;
+		// capped at 30 s), so ten retries may take minutes.
+		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 		defer cancel()
 		var out bytes.Buffer
 		cmd := exec.CommandContext(ctx, kubectlPath, append([]string{"--kubeconfig", a.Kubeconfig, "--cache-dir", cacheDir}, args...)...)
@@ -557,7 +558,10 @@ func TestInitializationKubectl(t *testing.T) {
 		t.Errorf("kubectl get configmaps: %v\n%s", err, out)
 	}
 	// client-go retries a 429 with Retry-After itself, up to 10 times, so
-	// each of these takes about ten seconds; they run together.
+	// each of these takes about ten seconds on a quiet machine; they run
+	// together. Their --request-timeout must outlast the ten retries, else
+	// kubectl fails on its own timeout rather than the server's 429 (on a
+	// loaded machine Retry-After had reached 6 s when they started).
 	var wg sync.WaitGroup
 	for _, args := range [][]string{
 		{"get", "configmaps", "-l", "app=held"},
@@ -566,7 +570,7 @@ func TestInitializationKubectl(t *testing.T) {
 	} {
 		wg.Go(func() {
 			start := time.Now()
-			out, err := kubectl(append(args, "--request-timeout=60s")...)
+			out, err := kubectl(append(args, "--request-timeout=5m")...)
 			took := time.Since(start)
 			var exit *exec.ExitError
 			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
