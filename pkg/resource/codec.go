@@ -191,56 +191,54 @@ func (c *StorageCodec) Decode(value []byte) ([]byte, error) {
 // apiVersion, its kind and its raw message, which shares value's memory
 // (runtime.Unknown's Unmarshal would copy it).
 func parseEnvelope(value []byte) (apiVersion, kind string, raw []byte, err error) {
-	for len(value) > 0 {
-		num, typ, n := protowire.ConsumeTag(value)
-		if n < 0 {
-			return "", "", nil, protowire.ParseError(n)
-		}
-		value = value[n:]
-		if typ != protowire.BytesType || num > 2 {
-			// contentEncoding and contentType, empty in what kube-apiserver
-			// stores, or a field a later version may add.
-			if n = protowire.ConsumeFieldValue(num, typ, value); n < 0 {
-				return "", "", nil, protowire.ParseError(n)
-			}
-			value = value[n:]
-			continue
-		}
-		field, n := protowire.ConsumeBytes(value)
-		if n < 0 {
-			return "", "", nil, protowire.ParseError(n)
-		}
-		value = value[n:]
+	var typeMeta []byte
+	err = firstTwoBytesFields(value, func(num protowire.Number, field []byte) {
 		if num == 2 {
 			raw = field
-			continue
+		} else {
+			typeMeta = field
 		}
-		for len(field) > 0 { // the TypeMeta
-			num, typ, n := protowire.ConsumeTag(field)
-			if n < 0 {
-				return "", "", nil, protowire.ParseError(n)
-			}
-			field = field[n:]
-			if typ != protowire.BytesType || num > 2 {
-				if n = protowire.ConsumeFieldValue(num, typ, field); n < 0 {
-					return "", "", nil, protowire.ParseError(n)
-				}
-				field = field[n:]
-				continue
-			}
-			s, n := protowire.ConsumeString(field)
-			if n < 0 {
-				return "", "", nil, protowire.ParseError(n)
-			}
-			field = field[n:]
-			if num == 1 {
-				apiVersion = s
-			} else {
-				kind = s
-			}
-		}
+	})
+	if err != nil {
+		return "", "", nil, err
 	}
-	return apiVersion, kind, raw, nil
+	err = firstTwoBytesFields(typeMeta, func(num protowire.Number, field []byte) {
+		if num == 1 {
+			apiVersion = string(field)
+		} else {
+			kind = string(field)
+		}
+	})
+	return apiVersion, kind, raw, err
+}
+
+// firstTwoBytesFields calls fn with each length-delimited field numbered
+// 1 or 2 of the protobuf message msg (runtime.Unknown's typeMeta and raw,
+// TypeMeta's apiVersion and kind), skipping the others: contentEncoding
+// and contentType, empty in what kube-apiserver stores, or fields a later
+// version may add.
+func firstTwoBytesFields(msg []byte, fn func(num protowire.Number, field []byte)) error {
+	for len(msg) > 0 {
+		num, typ, n := protowire.ConsumeTag(msg)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		msg = msg[n:]
+		if typ != protowire.BytesType || num > 2 {
+			n = protowire.ConsumeFieldValue(num, typ, msg)
+		} else {
+			var field []byte
+			field, n = protowire.ConsumeBytes(msg)
+			if n >= 0 {
+				fn(num, field)
+			}
+		}
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		msg = msg[n:]
+	}
+	return nil
 }
 
 // served is the JSON of obj, converted by convert from the storage
