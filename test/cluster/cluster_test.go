@@ -66,17 +66,7 @@ type cluster struct {
 // kube-controller-manager finds a node NotReady after nodeGrace without a
 // renewal.
 func startCluster(t testing.TB, server apiServer, nodeLease, nodeGrace time.Duration) *cluster {
-	dir, err := os.MkdirTemp("", "cluster-"+server.name+"-")
-	check(t, err)
-	t.Cleanup(func() {
-		if t.Failed() || os.Getenv("CLUSTER_KEEP_LOGS") != "" {
-			t.Logf("logs kept in %s", dir)
-		} else {
-			os.RemoveAll(dir)
-		}
-	})
-	c := &cluster{dir: dir, pki: newPKI(t, dir)}
-	writeFile(t, c.pki.path("tokens.csv"), adminToken+",admin,admin-uid,system:masters\n")
+	c := newCluster(t, "cluster-"+server.name+"-")
 	start := time.Now()
 	c.url = server.start(t, c)
 	c.waitReady(t)
@@ -85,7 +75,7 @@ func startCluster(t testing.TB, server apiServer, nodeLease, nodeGrace time.Dura
 	c.connect(t)
 
 	c.pki.client(t, "kcm", "system:kube-controller-manager")
-	startProcess(t, dir, "kube-controller-manager", filepath.Join(bin, "kube-controller-manager"),
+	startProcess(t, c.dir, "kube-controller-manager", filepath.Join(bin, "kube-controller-manager"),
 		"--kubeconfig="+c.pki.kubeconfig(t, "kcm", c.url),
 		"--secure-port=0", "--leader-elect=false", "--controllers=*",
 		"--use-service-account-credentials",
@@ -96,7 +86,7 @@ func startCluster(t testing.TB, server apiServer, nodeLease, nodeGrace time.Dura
 		"--node-monitor-period=2s", fmt.Sprintf("--node-monitor-grace-period=%v", nodeGrace),
 		"--kube-api-qps=100", "--kube-api-burst=200", "-v=1")
 	c.pki.client(t, "scheduler", "system:kube-scheduler")
-	startProcess(t, dir, "kube-scheduler", filepath.Join(bin, "kube-scheduler"),
+	startProcess(t, c.dir, "kube-scheduler", filepath.Join(bin, "kube-scheduler"),
 		"--kubeconfig="+c.pki.kubeconfig(t, "scheduler", c.url),
 		"--secure-port=0", "--leader-elect=false",
 		"--kube-api-qps=100", "--kube-api-burst=200", "-v=1")
@@ -104,6 +94,25 @@ func startCluster(t testing.TB, server apiServer, nodeLease, nodeGrace time.Dura
 	c.pki.kubeconfig(t, "kwok", c.url)
 	c.nodeLease = nodeLease
 	c.startKwok(t, "kwok", "10.128.0.1/10")
+	return c
+}
+
+// newCluster is a cluster not yet started, in a new temporary directory
+// named from prefix, with its PKI and the administrator's token; the
+// directory, with the processes' logs, is removed when t ends unless t
+// failed or CLUSTER_KEEP_LOGS is set.
+func newCluster(t testing.TB, prefix string) *cluster {
+	dir, err := os.MkdirTemp("", prefix)
+	check(t, err)
+	t.Cleanup(func() {
+		if t.Failed() || os.Getenv("CLUSTER_KEEP_LOGS") != "" {
+			t.Logf("logs kept in %s", dir)
+		} else {
+			os.RemoveAll(dir)
+		}
+	})
+	c := &cluster{dir: dir, pki: newPKI(t, dir)}
+	writeFile(t, c.pki.path("tokens.csv"), adminToken+",admin,admin-uid,system:masters\n")
 	return c
 }
 

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"fmt"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -122,17 +121,7 @@ spec: {type: NodePort, selector: {app: api}, ports: [{port: 443, nodePort: 30443
 // and serves the etcd with kube-apiserver again, which reads those back
 // equal: a user can move a cluster's etcd to watchcache and back.
 func TestEtcdInterop(t *testing.T) {
-	dir, err := os.MkdirTemp("", "cluster-interop-")
-	check(t, err)
-	t.Cleanup(func() {
-		if t.Failed() || os.Getenv("CLUSTER_KEEP_LOGS") != "" {
-			t.Logf("logs kept in %s", dir)
-		} else {
-			os.RemoveAll(dir)
-		}
-	})
-	c := &cluster{dir: dir, pki: newPKI(t, dir)}
-	writeFile(t, c.pki.path("tokens.csv"), adminToken+",admin,admin-uid,system:masters\n")
+	c := newCluster(t, "cluster-interop-")
 	writeFile(t, c.pki.path("encryption.yaml"), interopEncryption)
 	etcdURL := c.startEtcd(t)
 	kubeAPIServer := func() dynamic.Interface {

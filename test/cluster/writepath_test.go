@@ -61,17 +61,7 @@ func (r writePathResult) value(row, metric string) float64 { return r[row][metri
 // runWritePath starts server alone in a new directory and runs the
 // writepath scenario of `watchcache bench` against it.
 func runWritePath(b *testing.B, server apiServer, pods int) writePathResult {
-	dir, err := os.MkdirTemp("", "writepath-"+server.name+"-")
-	check(b, err)
-	b.Cleanup(func() {
-		if b.Failed() || os.Getenv("CLUSTER_KEEP_LOGS") != "" {
-			b.Logf("logs kept in %s", dir)
-		} else {
-			os.RemoveAll(dir)
-		}
-	})
-	c := &cluster{dir: dir, pki: newPKI(b, dir)}
-	writeFile(b, c.pki.path("tokens.csv"), adminToken+",admin,admin-uid,system:masters\n")
+	c := newCluster(b, "writepath-"+server.name+"-")
 	c.url = server.start(b, c)
 	c.waitReady(b)
 	// The administrator's client certificate, as `watchcache bench` uses
@@ -81,13 +71,13 @@ func runWritePath(b *testing.B, server apiServer, pods int) writePathResult {
 	if c.etcd != nil {
 		pids += "," + strconv.Itoa(c.etcd.cmd.Process.Pid)
 	}
-	out := filepath.Join(dir, "bench")
-	log, err := os.Create(filepath.Join(dir, "bench.log"))
+	out := filepath.Join(c.dir, "bench")
+	log, err := os.Create(filepath.Join(c.dir, "bench.log"))
 	check(b, err)
 	defer log.Close()
 	cmd := exec.Command(filepath.Join(bin, "watchcache"), "bench", "--scenarios=writepath",
 		"--writepath-pods="+strconv.Itoa(pods), "--writepath-server="+c.pki.kubeconfig(b, "admin", c.url), "--writepath-pids="+pids,
-		"--work-dir="+filepath.Join(dir, "bench-work"), "--out="+out)
+		"--work-dir="+filepath.Join(c.dir, "bench-work"), "--out="+out)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {
 		text, _ := os.ReadFile(log.Name())
