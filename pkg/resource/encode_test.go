@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/watchcache/watchcache/pkg/benchdata"
-	"github.com/watchcache/watchcache/pkg/storage"
 	kjson "sigs.k8s.io/json"
 )
 
@@ -34,14 +33,7 @@ func encodeThroughJSON(t *testing.T, res *Resource, obj map[string]any) []byte {
 // gives, and StorageCodec.EncodeBuilt of its Go object the very value
 // Encode of that JSON stores: the invariant storage.Built relies on.
 func TestEncodeTypedMatchesJSON(t *testing.T) {
-	reg, err := NewRegistry(Builtins()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	widgets := &Resource{Group: "example.com", Version: "v1", Kind: "Widget", Plural: "widgets", Namespaced: true}
-	if err := reg.Add(map[*Resource]storage.Interface{widgets: nil}); err != nil {
-		t.Fatal(err)
-	}
+	reg := referenceRegistry(t)
 	type sample struct {
 		name string
 		res  *Resource

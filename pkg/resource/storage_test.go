@@ -109,11 +109,10 @@ func unset(obj map[string]any, path string) {
 	delete(obj, parts[len(parts)-1])
 }
 
-// Every recorded object's key is where EtcdPrefix and Key put it; its
-// value, unless encrypted, decodes to what kube-apiserver served (less the
-// resourceVersion, which the key's revision gives) and, for built-in
-// kinds, encodes back to the very bytes kube-apiserver stored.
-func TestStorageLayoutMatchesReference(t *testing.T) {
+// referenceRegistry is the built-in kinds and the custom resource widgets
+// of the reference recording.
+func referenceRegistry(t *testing.T) *Registry {
+	t.Helper()
 	reg, err := NewRegistry(Builtins()...)
 	if err != nil {
 		t.Fatal(err)
@@ -122,6 +121,15 @@ func TestStorageLayoutMatchesReference(t *testing.T) {
 	if err := reg.Add(map[*Resource]storage.Interface{widgets: nil}); err != nil {
 		t.Fatal(err)
 	}
+	return reg
+}
+
+// Every recorded object's key is where EtcdPrefix and Key put it; its
+// value, unless encrypted, decodes to what kube-apiserver served (less the
+// resourceVersion, which the key's revision gives) and, for built-in
+// kinds, encodes back to the very bytes kube-apiserver stored.
+func TestStorageLayoutMatchesReference(t *testing.T) {
+	reg := referenceRegistry(t)
 	values, served := referenceData(t)
 	defaulted := readDefaults(t)
 	encoded := 0
