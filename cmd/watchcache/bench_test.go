@@ -52,14 +52,7 @@ func TestBenchSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Env = []string{runMainEnv + "=1"}
-	var text bytes.Buffer
-	cfg.Progress, cfg.Output = &text, &text
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	report, err := bench.Run(ctx, cfg)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, text.String())
-	}
+	report, text := benchReport(t, cfg, 5*time.Minute)
 	var ids []string
 	for _, s := range report.Scenarios {
 		ids = append(ids, s.ID)
@@ -75,8 +68,8 @@ func TestBenchSmoke(t *testing.T) {
 	checkWritePath(t, report.Scenarios[len(report.Scenarios)-1])
 	checkProtobuf(t, report.Scenarios[len(report.Scenarios)-2])
 	checkShards(t, report.Scenarios[slices.IndexFunc(report.Scenarios, func(s bench.Scenario) bool { return s.ID == "shards" })], 100)
-	if !strings.Contains(text.String(), "10 × 5 KB") || !strings.Contains(text.String(), "cache advantage") || !strings.Contains(text.String(), "RBAC advantage") {
-		t.Errorf("the printed results lack the matrix or the ratio column:\n%s", text.String())
+	if !strings.Contains(text, "10 × 5 KB") || !strings.Contains(text, "cache advantage") || !strings.Contains(text, "RBAC advantage") {
+		t.Errorf("the printed results lack the matrix or the ratio column:\n%s", text)
 	}
 	if err := bench.WriteOut(out, report); err != nil {
 		t.Fatal(err)
@@ -185,14 +178,7 @@ func TestBenchWritePathServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var text bytes.Buffer
-	cfg.Progress, cfg.Output = &text, &text
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	report, err := bench.Run(ctx, cfg)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, text.String())
-	}
+	report, _ := benchReport(t, cfg, 2*time.Minute)
 	if len(report.Scenarios) != 1 || !strings.Contains(report.Scenarios[0].Workload, kubeconfig) {
 		t.Fatalf("scenarios %+v, want writepath against %s", report.Scenarios, kubeconfig)
 	}
@@ -278,4 +264,20 @@ func checkProtobuf(t *testing.T, s bench.Scenario) {
 			t.Errorf("target %s: %v", m.Name, m.Cache)
 		}
 	}
+}
+
+// benchReport runs the benchmark of cfg within timeout and returns its
+// report and its printed progress and output, failing t with the latter if
+// it does not complete.
+func benchReport(t *testing.T, cfg bench.Config, timeout time.Duration) (*bench.Report, string) {
+	t.Helper()
+	var text bytes.Buffer
+	cfg.Progress, cfg.Output = &text, &text
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	report, err := bench.Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, text.String())
+	}
+	return report, text.String()
 }
