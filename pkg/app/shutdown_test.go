@@ -268,8 +268,9 @@ func TestShutdownDrainsInFlight(t *testing.T) {
 }
 
 // TestShutdownUnderLoad: two replicas on one etcd and a client of both
-// (it dials the first and, refused, the second, as a load balancer routes
-// new connections) looping GETs, LISTs and creates while watchers follow
+// (it dials the first and, refused or seen not ready, the second, as a
+// load balancer with a readiness check routes new connections) looping
+// GETs, LISTs and creates while watchers follow
 // the creates. The first replica, which leads the controllers, is shut down
 // (SIGTERM's path): it reports not ready at once and, within the delay,
 // its IP leaves the kubernetes Endpoints and the second takes the Lease; it
@@ -331,10 +332,20 @@ func shutdownUnderLoad(t *testing.T, sendRetryAfter bool, watchGrace time.Durati
 	rc, _ := adminClient(t, first)
 	rc.QPS = -1
 	hosts := []string{strings.TrimPrefix(first.URL, "https://"), strings.TrimPrefix(second.URL, "https://")}
+	// firstNotReady is set once the first replica's /readyz has failed: a
+	// load balancer sends no new connection to it from then on. Without
+	// that, a connection dialled as the listener closes (after the drain)
+	// waits in the kernel's accept queue and is reset with it: a create on
+	// it fails, and client-go retries no write after a reset. kube-apiserver
+	// closes its listener the same way.
+	var firstNotReady atomic.Bool
 	rc.Dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
 		var d net.Dialer
 		var err error
-		for _, host := range hosts {
+		for i, host := range hosts {
+			if i == 0 && firstNotReady.Load() {
+				continue
+			}
 			var c net.Conn
 			if c, err = d.DialContext(ctx, network, host); err == nil {
 				return c, nil
@@ -470,6 +481,7 @@ func shutdownUnderLoad(t *testing.T, sendRetryAfter bool, watchGrace time.Durati
 		body, err := direct.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err != nil && strings.Contains(string(body), "[-]shutdown failed: reason withheld")
 	})
+	firstNotReady.Store(true)
 	waitFor(t, delay, "the second replica leads", second.elector.Leading)
 	waitFor(t, delay, "the first replica out of the kubernetes Endpoints", func() bool { return endpoints() == "192.0.2.2" })
 	if err := <-stopped; err != nil {
