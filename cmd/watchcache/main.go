@@ -84,6 +84,7 @@ func parseFlagsAs(name string, args []string) (app.Config, error) {
 		return nil
 	})
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", time.Minute, "how long a request other than a watch may take; then it is answered 504 Timeout (0: no bound)")
+	fs.DurationVar(&c.EventTTL, "event-ttl", time.Hour, "how long an Event is kept after its last write (0: forever)")
 	fs.DurationVar(&c.EtcdHealthcheckTimeout, "etcd-healthcheck-timeout", 2*time.Second, "how long the etcd check of /livez and /healthz may take")
 	fs.DurationVar(&c.EtcdReadycheckTimeout, "etcd-readycheck-timeout", 2*time.Second, "how long the etcd-readiness check of /readyz may take")
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay-duration", 0, "on SIGTERM, how long to keep serving with /readyz failing (so that load balancers stop sending requests) before stopping")
@@ -134,6 +135,9 @@ func parseFlagsAs(name string, args []string) (app.Config, error) {
 	}
 	if servers != "" {
 		c.EtcdServers = strings.Split(servers, ",")
+	}
+	if c.EventTTL < 0 {
+		return c, fmt.Errorf("--event-ttl %v must not be negative (0: Events are kept forever)", c.EventTTL)
 	}
 	if !strings.HasPrefix(c.EtcdPrefix, "/") || strings.HasSuffix(c.EtcdPrefix, "/") {
 		return c, fmt.Errorf("--etcd-prefix %q must start with / and not end with /", c.EtcdPrefix)

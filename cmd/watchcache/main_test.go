@@ -19,7 +19,7 @@ func TestParseFlags(t *testing.T) {
 	}
 	if !c.WatchCache || !c.ConsistentListFromCache || !c.ConsistentGetFromCache || c.ConsistentReadsExplicit ||
 		c.WaitWhileInitializing || c.ConsistentReadFallback || c.DisableShardedListAndWatch || c.SecurePort != 6443 || c.BindAddress != "127.0.0.1" || c.StorageInitializationTimeout != time.Minute ||
-		c.RequestTimeout != time.Minute || c.MaxRequestsInflight != 400 || c.MaxMutatingRequestsInflight != 200 ||
+		c.RequestTimeout != time.Minute || c.EventTTL != time.Hour || c.MaxRequestsInflight != 400 || c.MaxMutatingRequestsInflight != 200 ||
 		c.ShutdownDelay != 0 || c.ShutdownSendRetryAfter || c.ShutdownWatchTerminationGracePeriod != 0 {
 		t.Fatalf("defaults: %+v", c)
 	}
@@ -62,7 +62,7 @@ func TestParseFlags(t *testing.T) {
 	for _, bad := range [][]string{
 		{"--feature-gates=Bogus=true"}, {"--feature-gates=ConsistentGetFromCache=maybe"},
 		{"--consistent-read-fallback=sometimes"}, {"--watch-cache-sizes=pods"}, {"--watch-cache-sizes=pods#-1"},
-		{"--etcd-prefix=registry"}, {"--etcd-certfile=x"}, {"--tls-cert-file=x"}, {"--port=8080"}, {"extra"},
+		{"--etcd-prefix=registry"}, {"--event-ttl=-1s"}, {"--etcd-certfile=x"}, {"--tls-cert-file=x"}, {"--port=8080"}, {"extra"},
 	} {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("parseFlags(%v) succeeded", bad)

@@ -102,6 +102,10 @@ type Config struct {
 	// RequestTimeout bounds every request but watches (--request-timeout;
 	// 0: none); past it the client gets 504 Timeout.
 	RequestTimeout time.Duration
+	// EventTTL is how long an Event lives after its last write
+	// (--event-ttl; 0: Events never expire, as kube-apiserver's storage
+	// attaches no lease for a TTL of 0).
+	EventTTL time.Duration
 	// EtcdHealthcheckTimeout and EtcdReadycheckTimeout bound the etcd
 	// checks of /livez (and /healthz) and of /readyz
 	// (--etcd-healthcheck-timeout, --etcd-readycheck-timeout; zero:
@@ -658,6 +662,9 @@ func (a *App) cachesInitialized(timeout time.Duration) func(context.Context) err
 func (a *App) etcdConfig(cfg Config, res *resource.Resource, m *storagemetrics.Storage, enc *encryption.Config) etcd3.Config {
 	etcdConfig := etcd3.Config{Client: a.etcdClient(res), Prefix: res.EtcdPrefix(cfg.EtcdPrefix), Schema: res.Schema(),
 		Codec: res.StorageCodec(), Resource: res.String(), Metrics: m, DisableShardedListAndWatch: cfg.DisableShardedListAndWatch}
+	if res.Expires {
+		etcdConfig.TTL = cfg.EventTTL
+	}
 	if t := enc.For(res.Group, res.Plural); t != nil {
 		etcdConfig.Transformer = t
 	}

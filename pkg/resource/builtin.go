@@ -96,7 +96,7 @@ func Builtins() []*Resource {
 		{Version: "v1", Kind: "Secret", Plural: "secrets", Singular: "secret", Namespaced: true,
 			SelectableFields: []string{"type"}, StrategicMergeType: corev1.Secret{}},
 		{Version: "v1", Kind: "Event", Plural: "events", Singular: "event", ShortNames: []string{"ev"}, Namespaced: true,
-			SelectableFields: eventFields, FieldValues: eventFieldValues, StrategicMergeType: corev1.Event{}},
+			SelectableFields: eventFields, FieldValues: eventFieldValues, StrategicMergeType: corev1.Event{}, Expires: true},
 		{Version: "v1", Kind: "ServiceAccount", Plural: "serviceaccounts", Singular: "serviceaccount", ShortNames: []string{"sa"},
 			Namespaced: true, StrategicMergeType: corev1.ServiceAccount{},
 			Subresources: []Subresource{{Name: "token", Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}}},

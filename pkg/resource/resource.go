@@ -104,6 +104,10 @@ type Resource struct {
 	// status.conditions.
 	Approval bool `json:"-"`
 
+	// Expires says the kind's objects are deleted by etcd --event-ttl after
+	// their last write (Events), as kube-apiserver's are.
+	Expires bool `json:"-"`
+
 	// StoredWith, for a resource that serves another resource's objects in
 	// another version (events.k8s.io/v1 events are core/v1 events), names
 	// that resource: the two share its store and watch cache, objects

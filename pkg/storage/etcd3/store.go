@@ -15,6 +15,7 @@ import (
 	"errors"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/watchcache/watchcache/pkg/object"
@@ -57,6 +58,10 @@ type Config struct {
 	// off: lists and watches ignore ListOptions.Shard. The zero value (on)
 	// is the default.
 	DisableShardedListAndWatch bool
+	// TTL, if not zero, is how long an object lives after its last write
+	// (at most a minute more: see lease.go); etcd then deletes it. Events'
+	// --event-ttl.
+	TTL time.Duration
 }
 
 // Transformer turns a value into what etcd stores at etcdKey, and back.
@@ -99,15 +104,21 @@ type Store struct {
 	noRangeStreamUntil atomic.Int64
 	// written is what this store has just written, for its watches.
 	written written
+	// leases, if not nil, are the leases writes attach keys to (Config.TTL).
+	leases *leases
 }
 
 var _ storage.Interface = (*Store)(nil)
 
 // New returns a Store for the resource under cfg.Prefix.
 func New(cfg Config) *Store {
-	return &Store{client: cfg.Client, prefix: strings.TrimSuffix(cfg.Prefix, "/") + "/", schema: cfg.Schema,
+	s := &Store{client: cfg.Client, prefix: strings.TrimSuffix(cfg.Prefix, "/") + "/", schema: cfg.Schema,
 		resource: cfg.Resource, metrics: cfg.Metrics, transformer: cfg.Transformer, codec: cfg.Codec,
 		listChunkKeys: cfg.ListChunkKeys, noRangeStream: cfg.NoRangeStream, noSharding: cfg.DisableShardedListAndWatch}
+	if cfg.TTL > 0 {
+		s.leases = &leases{client: cfg.Client, ttl: cfg.TTL}
+	}
+	return s
 }
 
 // Schema implements storage.Interface.
@@ -132,10 +143,14 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) (*object.Ob
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(full), "=", 0)).
-		Then(clientv3.OpPut(full, value)).
-		Commit()
+	var resp *clientv3.TxnResponse
+	err = s.withPutOptions(ctx, func(putOpts []clientv3.OpOption) (err error) {
+		resp, err = s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(full), "=", 0)).
+			Then(clientv3.OpPut(full, value, putOpts...)).
+			Commit()
+		return err
+	})
 	if err != nil {
 		return nil, interpret(err, key)
 	}
@@ -220,7 +235,12 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, pre *storage.P
 		if err != nil {
 			return nil, err
 		}
-		rev, latest, err := s.writeIfUnchanged(ctx, key, cur, clientv3.OpPut(full, value))
+		var rev uint64
+		var latest *object.Object
+		err = s.withPutOptions(ctx, func(putOpts []clientv3.OpOption) (err error) {
+			rev, latest, err = s.writeIfUnchanged(ctx, key, cur, clientv3.OpPut(full, value, putOpts...))
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
