@@ -35,8 +35,11 @@ var (
 	cgNamespaces = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 )
 
-// cgTimeout bounds every wait of these tests.
-const cgTimeout = 20 * time.Second
+// cgTimeout bounds every wait of these tests: what they wait for takes
+// well under a second on a quiet machine, but a machine at a load average
+// of 20 (the shared 2-core machines) made informers' syncs and a CRD's
+// conditions take over 20 s.
+const cgTimeout = 45 * time.Second
 
 // cgConfig is a client-go configuration for testServer without client-side
 // rate limiting (the tests create thousands of objects). wrap, if not nil,
