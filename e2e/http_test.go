@@ -559,11 +559,14 @@ func TestHTTPHealth(t *testing.T) {
 	}
 	resp, data = htDo(t, "GET", "/livez?verbose&exclude=etcd&exclude=nope&exclude=log&exclude=poststarthook/start-apiextensions-informers&"+
 		"exclude=poststarthook/start-apiextensions-controllers&exclude=poststarthook/crd-informer-synced&"+
-		"exclude=poststarthook/start-system-namespaces-controller&exclude=poststarthook/rbac/bootstrap-roles&"+
+		"exclude=poststarthook/start-system-namespaces-controller&exclude=poststarthook/start-kube-apiserver-identity-lease-controller&"+
+		"exclude=poststarthook/start-kube-apiserver-identity-lease-garbage-collector&exclude=poststarthook/rbac/bootstrap-roles&"+
 		"exclude=poststarthook/scheduling/bootstrap-system-priority-classes", "", nil)
 	if want := "[+]ping ok\n[+]log excluded: ok\n[+]etcd excluded: ok\n" +
 		"[+]poststarthook/start-apiextensions-informers excluded: ok\n[+]poststarthook/start-apiextensions-controllers excluded: ok\n" +
 		"[+]poststarthook/crd-informer-synced excluded: ok\n[+]poststarthook/start-system-namespaces-controller excluded: ok\n" +
+		"[+]poststarthook/start-kube-apiserver-identity-lease-controller excluded: ok\n" +
+		"[+]poststarthook/start-kube-apiserver-identity-lease-garbage-collector excluded: ok\n" +
 		"[+]poststarthook/rbac/bootstrap-roles excluded: ok\n[+]poststarthook/scheduling/bootstrap-system-priority-classes excluded: ok\n" +
 		"warn: some health checks cannot be excluded: no matches for \"nope\"\nlivez check passed\n"; resp.StatusCode != 200 || string(data) != want {
 		t.Errorf("/livez?verbose&exclude=etcd&exclude=nope: %d %q, want %q", resp.StatusCode, data, want)

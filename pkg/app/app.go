@@ -449,6 +449,11 @@ func Start(cfg Config) (_ *App, err error) {
 			r.run(endpointsCtx, a.log.Warn)
 		}()
 	}
+	identity, err := newIdentityLease(registry)
+	if err != nil {
+		return nil, fmt.Errorf("the API server identity Lease: %w", err)
+	}
+	go identity.run(ctx, a.log.Warn)
 	apiSvcs := &apiServices{registry: registry, log: cfg.Log}
 	if err := apiSvcs.ensureBuiltin(ctx); err != nil {
 		return nil, err
@@ -519,11 +524,13 @@ func Start(cfg Config) (_ *App, err error) {
 // server serves that have a counterpart among kube-apiserver's post-start
 // hooks, named and ordered as its are: the CRD informer and controller
 // (crdcontroller.CRDs.Start, which serves the stored definitions first),
-// the system namespaces and priority classes (ensureSystemObjects) and,
+// the system namespaces and priority classes (ensureSystemObjects), the
+// identity Lease's renewal and collection (identityLease, started) and,
 // with RBAC, its bootstrap policy.
 func postStartHooks(rbac bool) []health.Check {
 	names := []string{"start-apiextensions-informers", "start-apiextensions-controllers", "crd-informer-synced",
-		"start-system-namespaces-controller", "rbac/bootstrap-roles", "scheduling/bootstrap-system-priority-classes"}
+		"start-system-namespaces-controller", "start-kube-apiserver-identity-lease-controller",
+		"start-kube-apiserver-identity-lease-garbage-collector", "rbac/bootstrap-roles", "scheduling/bootstrap-system-priority-classes"}
 	var checks []health.Check
 	for _, name := range names {
 		if name != "rbac/bootstrap-roles" || rbac {

@@ -242,13 +242,19 @@ func (r *endpointReconciler) reconcile(ctx context.Context) error {
 // set creates default/kubernetes of plural as base with fields, or sets
 // fields on the stored one when they differ.
 func (r *endpointReconciler) set(ctx context.Context, group, plural string, base, fields map[string]any) error {
-	res := r.registry.Lookup(group, "v1", plural)
-	store, key := r.registry.Store(res), res.Key("default", "kubernetes")
+	return setFields(ctx, r.registry, group, plural, "default", "kubernetes", base, fields)
+}
+
+// setFields creates the object ns/name of plural (version v1) as base with
+// fields, as the system, or sets fields on the stored one when they differ.
+func setFields(ctx context.Context, registry *resource.Registry, group, plural, ns, name string, base, fields map[string]any) error {
+	res := registry.Lookup(group, "v1", plural)
+	store, key := registry.Store(res), res.Key(ns, name)
 	want, _ := json.Marshal(fields)
 	cur, err := store.Get(ctx, key, storage.GetOptions{})
 	if storage.CodeOf(err) == storage.ErrNotFound {
 		meta := base["metadata"].(map[string]any)
-		meta["name"], meta["namespace"], meta["uid"] = "kubernetes", "default", string(uuid.NewUUID())
+		meta["name"], meta["namespace"], meta["uid"] = name, ns, string(uuid.NewUUID())
 		meta["creationTimestamp"] = metav1.Now().UTC().Format(time.RFC3339)
 		for k, v := range fields {
 			base[k] = v

@@ -106,6 +106,8 @@ func TestEtcdServersOverrides(t *testing.T) {
 	}
 	hooks := "[+]poststarthook/start-apiextensions-informers ok\n[+]poststarthook/start-apiextensions-controllers ok\n" +
 		"[+]poststarthook/crd-informer-synced ok\n[+]poststarthook/start-system-namespaces-controller ok\n" +
+		"[+]poststarthook/start-kube-apiserver-identity-lease-controller ok\n" +
+		"[+]poststarthook/start-kube-apiserver-identity-lease-garbage-collector ok\n" +
 		"[+]poststarthook/rbac/bootstrap-roles ok\n[+]poststarthook/scheduling/bootstrap-system-priority-classes ok\n"
 	health("/livez", 200, "[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]etcd-override-0 ok\n"+hooks+"livez check passed\n")
 	health("/healthz", 200, "[+]ping ok\n[+]log ok\n[+]etcd excluded: ok\n[+]etcd-override-0 excluded with etcd: ok\n"+hooks+"healthz check passed\n")
