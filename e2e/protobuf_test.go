@@ -986,3 +986,25 @@ const (
 	pbNotAcceptable = "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
 	pbKindMismatch  = `ConfigMap in version "v1" cannot be handled as a Secret: converting (v1.ConfigMap) to (core.Secret): unknown conversion`
 )
+
+// TestEmptyListStoredAsNone: protobuf, the storage encoding of built-in
+// kinds, cannot tell an empty list from none, so a ClusterRole created with
+// "rules":[] is answered, read and watched with "rules":null, as
+// kube-apiserver 1.37.2 answers it (recorded: its create response ends
+// `"rules":null}`), rather than the create answering [] and every later
+// read null.
+func TestEmptyListStoredAsNone(t *testing.T) {
+	const path = "/apis/rbac.authorization.k8s.io/v1/clusterroles"
+	body := []byte(`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"e2e-empty-rules"},"rules":[]}`)
+	resp, created := htDo(t, "POST", path, "application/json", body)
+	if resp.StatusCode != 201 {
+		t.Fatalf("create: %d %s", resp.StatusCode, created)
+	}
+	defer htDo(t, "DELETE", path+"/e2e-empty-rules", "", nil)
+	_, read := htDo(t, "GET", path+"/e2e-empty-rules", "", nil)
+	for what, data := range map[string][]byte{"create": created, "get": read} {
+		if !bytes.HasSuffix(data, []byte(`"rules":null}`)) {
+			t.Errorf("%s answered %s, want \"rules\":null as kube-apiserver", what, data)
+		}
+	}
+}

@@ -39,7 +39,7 @@ func (s *Store) Migrate(ctx context.Context, from string) (int, error) {
 				return moved, err
 			}
 			to := s.prefix + key
-			value, err := s.storedValue(ctx, to, obj)
+			value, _, err := s.storedValue(ctx, to, obj)
 			if err != nil {
 				return moved, err
 			}

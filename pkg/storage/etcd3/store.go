@@ -139,7 +139,7 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) (*object.Ob
 		return nil, storage.NewError(storage.ErrInvalid, key, "resourceVersion should not be set on objects to be created")
 	}
 	full := s.prefix + key
-	value, err := s.storedValue(ctx, full, obj)
+	value, obj, err := s.storedValue(ctx, full, obj)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +231,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, pre *storage.P
 			}
 			return cur, nil
 		}
-		value, err := s.storedValue(ctx, full, next)
+		value, next, err := s.storedValue(ctx, full, next)
 		if err != nil {
 			return nil, err
 		}
@@ -348,8 +348,12 @@ func (s *Store) writeIfUnchanged(ctx context.Context, key string, cur *object.Ob
 // storedValue is what etcd stores for obj at fullKey: its stored JSON,
 // encoded by the codec (from the object the writer built it from, if
 // ctx's storage.Built has it and the codec is a BuiltEncoder) and
-// encrypted by the transformer if there are.
-func (s *Store) storedValue(ctx context.Context, fullKey string, obj *object.Object) (string, error) {
+// encrypted by the transformer if there are; and the record the write
+// answers with: obj, or, where the codec may not give obj back byte for
+// byte (RoundTripCodec), what a read of the value gives (kube-apiserver
+// answers a write with its object read back from its storage encoding:
+// "rules":[] written, "rules":null answered and read).
+func (s *Store) storedValue(ctx context.Context, fullKey string, obj *object.Object) (string, *object.Object, error) {
 	value := obj.Stored()
 	if s.codec != nil {
 		var err error
@@ -360,18 +364,23 @@ func (s *Store) storedValue(ctx context.Context, fullKey string, obj *object.Obj
 			value, err = s.codec.Encode(value)
 		}
 		if err != nil {
-			return "", &storage.Error{Code: storage.ErrInternal, Key: strings.TrimPrefix(fullKey, s.prefix), Message: "encoding the object", Err: err}
+			return "", nil, &storage.Error{Code: storage.ErrInternal, Key: strings.TrimPrefix(fullKey, s.prefix), Message: "encoding the object", Err: err}
+		}
+		if rt, ok := s.codec.(RoundTripCodec); ok && !rt.RoundTrips(obj.Stored()) {
+			if obj, err = s.decodePlain(obj.Key(), value, 0); err != nil {
+				return "", nil, err
+			}
 		}
 	}
 	if s.transformer != nil {
 		var err error
 		if value, err = s.transformer.ToStorage(value, fullKey); err != nil {
-			return "", &storage.Error{Code: storage.ErrInternal, Key: strings.TrimPrefix(fullKey, s.prefix), Message: "encrypting the object", Err: err}
+			return "", nil, &storage.Error{Code: storage.ErrInternal, Key: strings.TrimPrefix(fullKey, s.prefix), Message: "encrypting the object", Err: err}
 		}
 	}
 	stored := unsafe.String(unsafe.SliceData(value), len(value))
 	s.remember(fullKey, stored, obj)
-	return stored, nil
+	return stored, obj, nil
 }
 
 // decodeKV builds the record of a key-value read from etcd, decrypting
@@ -389,6 +398,12 @@ func (s *Store) decodeValue(key, fullKey string, value []byte, rev int64) (*obje
 		}
 		value = plain
 	}
+	return s.decodePlain(key, value, rev)
+}
+
+// decodePlain builds the record of the object key from its decrypted
+// value, decoding it first if the store has a codec.
+func (s *Store) decodePlain(key string, value []byte, rev int64) (*object.Object, error) {
 	if s.codec != nil {
 		var err error
 		if value, err = s.codec.Decode(value); err != nil {
