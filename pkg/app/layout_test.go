@@ -18,7 +18,8 @@ var layers = []struct {
 	packages []string
 }{
 	{"values", []string{"pkg/object", "pkg/podrefs", "pkg/jsontree", "pkg/auth/user", "pkg/requestinfo", "pkg/storage/storagemetrics",
-		"pkg/etcdembed", "pkg/encryption", "pkg/pki", "pkg/benchdata", "pkg/table", "pkg/storage/cacher/linearizability", "pkg/crd/crdfile"}},
+		"pkg/etcdembed", "pkg/encryption", "pkg/pki", "pkg/benchdata", "pkg/table", "pkg/storage/cacher/linearizability", "pkg/crd/crdfile",
+		"pkg/protojson"}},
 	{"storage", []string{"pkg/storage", "pkg/storage/etcd3", "pkg/storage/cacher", "pkg/storage/storagetest", "pkg/conversion"}},
 	{"the Status writer", []string{"pkg/apistatus"}},
 	{"registry", []string{"pkg/crd/crdschema", "pkg/resource", "pkg/defaults", "pkg/validation", "pkg/strategy", "pkg/apply",

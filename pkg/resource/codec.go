@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"sync"
 
+	"github.com/watchcache/watchcache/pkg/protojson"
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,13 +40,24 @@ type StorageCodec struct {
 	storage *storageVersion
 	// objects are zero values of typ for Decode to fill, reused.
 	objects sync.Pool
+	// transcoder writes the JSON of typ's protobuf without decoding it
+	// into objects; nil for the few kinds it does not know
+	// (protojson.For's error).
+	transcoder *protojson.Transcoder
 }
 
 func newCodec(apiVersion, kind string, typ any, asJSON bool, storage *storageVersion) *StorageCodec {
 	c := &StorageCodec{apiVersion: apiVersion, kind: kind, typ: reflect.TypeOf(typ), json: asJSON, storage: storage}
 	c.objects.New = func() any { return reflect.New(c.typ).Interface() }
+	if !asJSON {
+		c.transcoder, _ = protojson.For(c.typ)
+	}
 	return c
 }
+
+// transcodeBuffers are Decode's buffers for the transcoder's output,
+// which it copies out at its size (the cache keeps it).
+var transcodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // RangeAllocationCodec stores core/v1 RangeAllocations (the node port
 // bitmap at <root>/ranges/servicenodeports) as kube-apiserver does.
@@ -163,15 +175,17 @@ func (c *StorageCodec) Decode(value []byte) ([]byte, error) {
 	case kind != c.kind:
 		return nil, fmt.Errorf("a %s is stored where a %s belongs", kind, c.kind)
 	case apiVersion == c.apiVersion:
-		obj := c.objects.Get().(protobufMessage)
-		defer func() {
-			reflect.ValueOf(obj).Elem().SetZero() // holds nothing while pooled
-			c.objects.Put(obj)
-		}()
-		if err := obj.Unmarshal(raw); err != nil {
-			return nil, fmt.Errorf("the stored %s %s: %w", apiVersion, c.kind, err)
+		if c.transcoder != nil {
+			buf := transcodeBuffers.Get().(*[]byte)
+			out, ok := c.transcoder.Append((*buf)[:0], raw, c.kind, c.apiVersion)
+			*buf = out
+			out = bytes.Clone(out)
+			transcodeBuffers.Put(buf)
+			if ok {
+				return out, nil
+			}
 		}
-		return c.served(obj, nil)
+		return c.decodeServed(raw)
 	case c.storage != nil && apiVersion == c.storage.apiVersion:
 		obj := reflect.New(reflect.TypeOf(c.storage.typ)).Interface().(protobufMessage)
 		if err := obj.Unmarshal(raw); err != nil {
@@ -185,6 +199,21 @@ func (c *StorageCodec) Decode(value []byte) ([]byte, error) {
 		// kube-apiserver needs a storage migration first).
 		return nil, fmt.Errorf("a %s stored as %s, which is neither served nor kube-apiserver 1.37's storage version", c.kind, apiVersion)
 	}
+}
+
+// decodeServed is the JSON of raw, a message of the served version,
+// through its Go type: where the transcoder declines, and what it must
+// equal where it does not.
+func (c *StorageCodec) decodeServed(raw []byte) ([]byte, error) {
+	obj := c.objects.Get().(protobufMessage)
+	defer func() {
+		reflect.ValueOf(obj).Elem().SetZero() // holds nothing while pooled
+		c.objects.Put(obj)
+	}()
+	if err := obj.Unmarshal(raw); err != nil {
+		return nil, fmt.Errorf("the stored %s %s: %w", c.apiVersion, c.kind, err)
+	}
+	return c.served(obj, nil)
 }
 
 // parseEnvelope reads the runtime.Unknown that follows protobufMagic: its
