@@ -2,20 +2,23 @@ package resource
 
 import (
 	"bytes"
+	"math/rand"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/watchcache/watchcache/pkg/protojson"
 )
 
 // protobufCodecs are the codecs of the built-in kinds stored in protobuf
-// in their served version: those the transcoder may serve.
+// in their served version: those Decode may transcode, by resource name.
 func protobufCodecs(t testing.TB) map[string]*StorageCodec {
 	t.Helper()
 	reg, err := NewRegistry(Builtins()...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	codecs := map[string]*StorageCodec{}
+	codecs := map[string]*StorageCodec{"rangeallocations": RangeAllocationCodec}
 	for _, r := range reg.All() {
 		if !r.OwnStorage() || r.StrategicMergeType == nil {
 			continue
@@ -27,17 +30,47 @@ func protobufCodecs(t testing.TB) map[string]*StorageCodec {
 	return codecs
 }
 
+// Every built-in kind stored in protobuf has a transcoder but those
+// listed, which keep the Go path: a type with an encoding of its own that
+// protojson does not know (a new one in k8s.io/api fails this test until
+// protojson writes it or it is listed here).
 func TestTranscoderKinds(t *testing.T) {
+	var without []string
 	for name, c := range protobufCodecs(t) {
 		if c.transcoder == nil {
 			_, err := protojson.For(c.typ)
 			t.Logf("%s: %v", name, err)
+			without = append(without, name)
 		}
+	}
+	slices.Sort(without)
+	// certificatesigningrequests: spec.extra's ExtraValue, a []string
+	// whose protobuf is a message of its own.
+	if want := []string{"certificatesigningrequests.certificates.k8s.io"}; !slices.Equal(without, want) {
+		t.Errorf("kinds without a transcoder: %q, want %q", without, want)
 	}
 }
 
+// transcodeAgainstGo checks that the transcoder writes what the Go path
+// does for raw, or declines where the Go path fails; it reports whether
+// the transcoder wrote.
+func transcodeAgainstGo(t testing.TB, name string, c *StorageCodec, raw []byte) bool {
+	want, err := c.decodeServed(raw)
+	got, ok := c.transcoder.Append(nil, raw, c.kind, c.apiVersion)
+	switch {
+	case err != nil && ok:
+		t.Errorf("%s: the Go path fails (%v), the transcoder wrote\n%s", name, err, got)
+	case err == nil && !ok:
+		t.Errorf("%s: the transcoder declined; the Go path wrote\n%s", name, want)
+	case ok && !bytes.Equal(got, want):
+		t.Errorf("%s: transcoded\n%s\nthe Go path wrote\n%s", name, got, want)
+	}
+	return ok
+}
+
 // The transcoder writes, for every protobuf value recorded from the
-// reference, what the Go path writes.
+// reference and for the objects of TestStorageCodecRoundTrips' kind, what
+// the Go path writes.
 func TestTranscoderMatchesReference(t *testing.T) {
 	reg := referenceRegistry(t)
 	values, served := referenceData(t)
@@ -56,19 +89,59 @@ func TestTranscoderMatchesReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := c.decodeServed(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
 		if c.transcoder == nil {
 			t.Errorf("%s: no transcoder", s.Key)
 			continue
 		}
-		got, ok := c.transcoder.Append(nil, raw, c.kind, c.apiVersion)
-		if !ok || !bytes.Equal(got, want) {
-			t.Errorf("%s: transcoded (%v)\n%s\nGo path\n%s", s.Key, ok, got, want)
+		if transcodeAgainstGo(t, s.Key, c, raw) {
+			n++
 		}
-		n++
 	}
-	t.Logf("%d compared", n)
+	if n < 55 {
+		t.Errorf("%d recorded objects transcoded, want all 58 protobuf ones", n)
+	}
+}
+
+// The transcoder writes what the Go path does for random objects of
+// every built-in kind it serves, many seeds each, full of edge values
+// (see filler); it declines exactly where the Go path fails.
+func TestTranscoderMatchesGoRandomly(t *testing.T) {
+	seeds := 300
+	if testing.Short() {
+		seeds = 30
+	}
+	codecs := protobufCodecs(t)
+	names := slices.Sorted(func(yield func(string) bool) {
+		for name := range codecs {
+			if !yield(name) {
+				return
+			}
+		}
+	})
+	for _, name := range names {
+		c := codecs[name]
+		if c.transcoder == nil {
+			continue
+		}
+		written := 0
+		for seed := range seeds {
+			f := &filler{r: rand.New(rand.NewSource(int64(seed)))}
+			obj := reflect.New(c.typ)
+			f.fill(obj.Elem(), 0)
+			msg := obj.Interface().(protobufMessage)
+			raw := make([]byte, msg.Size())
+			if _, err := msg.MarshalToSizedBuffer(raw); err != nil {
+				t.Fatalf("%s seed %d: %v", name, seed, err)
+			}
+			if transcodeAgainstGo(t, name, c, raw) {
+				written++
+			}
+			if t.Failed() {
+				t.Fatalf("%s: seed %d", name, seed)
+			}
+		}
+		if written < seeds/4 { // the rest fail in the Go path too (invalid raw JSON, IntOrString type 2)
+			t.Errorf("%s: %d of %d objects transcoded", name, written, seeds)
+		}
+	}
 }
