@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -218,4 +219,42 @@ func (f *filler) fill(v reflect.Value, depth int) {
 			}
 		}
 	}
+}
+
+// shuffleWire re-encodes raw, if it parses as a protobuf message, with
+// its fields in a random order (map entries and repeated elements
+// included), recursively in every length-delimited field that parses as
+// a message too (a string that happens to is reordered as well: both
+// paths read the same bytes), and, where dup, with some fields twice.
+func shuffleWire(r *rand.Rand, raw []byte, dup bool, depth int) []byte {
+	type tagged struct {
+		tag, value []byte
+	}
+	var fields []tagged
+	for rest := raw; len(rest) > 0; {
+		num, typ, n := protowire.ConsumeTag(rest)
+		if n < 0 || typ == protowire.StartGroupType || typ == protowire.EndGroupType {
+			return raw
+		}
+		vn := protowire.ConsumeFieldValue(num, typ, rest[n:])
+		if vn < 0 {
+			return raw
+		}
+		f := tagged{rest[:n], rest[n : n+vn]}
+		if typ == protowire.BytesType && depth < 20 {
+			payload, _ := protowire.ConsumeBytes(f.value)
+			f.value = protowire.AppendBytes(nil, shuffleWire(r, payload, dup, depth+1))
+		}
+		fields = append(fields, f)
+		rest = rest[n+vn:]
+	}
+	r.Shuffle(len(fields), func(i, j int) { fields[i], fields[j] = fields[j], fields[i] })
+	if dup && len(fields) > 0 && r.Intn(4) == 0 {
+		fields = append(fields, fields[r.Intn(len(fields))])
+	}
+	var out []byte
+	for _, f := range fields {
+		out = append(append(out, f.tag...), f.value...)
+	}
+	return out
 }
