@@ -46,7 +46,7 @@ func fuzzSeeds() map[int][]goMessage {
 	return map[int][]goMessage{
 		0: {&corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "c", Image: "i", Args: []string{"a", ""},
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": resource.MustParse("1000m"), "memory": resource.MustParse("128Mi")}},
+				Resources:     corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": resource.MustParse("1000m"), "memory": resource.MustParse("128Mi")}},
 				LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8080)}}},
 				Ports:         []corev1.ContainerPort{{ContainerPort: 80}}}},
 			SecurityContext: &corev1.PodSecurityContext{}, TerminationGracePeriodSeconds: new(int64)},

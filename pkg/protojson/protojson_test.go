@@ -137,8 +137,8 @@ func TestMapEntries(t *testing.T) {
 	var cm, secret []byte
 	for _, e := range [][2][]byte{{[]byte("b"), []byte("1")}, {[]byte("a"), []byte("x")}, {[]byte("b"), []byte("2")},
 		{[]byte("a<"), nil}, {nil, []byte("no key")}, {[]byte("a"), []byte("y")}, {[]byte("\xff"), []byte("\u2028")}} {
-		cm = append(cm, mapEntry(2, e[0], e[1])...) // data
-		cm = append(cm, mapEntry(3, e[1], e[0])...) // binaryData
+		cm = append(cm, mapEntry(2, e[0], e[1])...)         // data
+		cm = append(cm, mapEntry(3, e[1], e[0])...)         // binaryData
 		secret = append(secret, mapEntry(2, e[0], e[1])...) // data: bytes
 		secret = append(secret, mapEntry(4, e[1], e[0])...) // stringData
 	}
@@ -154,7 +154,7 @@ func TestEdgesOfTheWire(t *testing.T) {
 	pod := reflect.TypeFor[corev1.Pod]()
 	var spec []byte
 	spec = protowire.AppendBytes(protowire.AppendTag(spec, 14, protowire.BytesType), nil) // securityContext: present, empty
-	spec = protowire.AppendBytes(protowire.AppendTag(spec, 1, protowire.BytesType), // volumes: one, its source inline and empty
+	spec = protowire.AppendBytes(protowire.AppendTag(spec, 1, protowire.BytesType),       // volumes: one, its source inline and empty
 		protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), nil))
 	spec = protowire.AppendVarint(protowire.AppendTag(spec, 999, protowire.VarintType), 7) // unknown
 	spec = protowire.AppendFixed32(protowire.AppendTag(spec, 998, protowire.Fixed32Type), 7)
