@@ -246,6 +246,11 @@ func (b *builder) fields(m *message, t reflect.Type, top bool, names map[string]
 		f.key = strconv.AppendQuote(nil, name) // a valid name needs no escaping
 		f.key = append(f.key, ':')
 		zero := reflect.Zero(sf.Type)
+		if omitZero && hasIsZero(sf.Type) && specials[sf.Type] != opTime && specials[sf.Type] != opMicroTime {
+			// encoding/json would call it; a *metav1.Time is omitted
+			// where it is nil and where it is zero.
+			return fmt.Errorf("%s.%s: omitzero on a %s, which has an IsZero method", t, sf.Name, sf.Type)
+		}
 		switch {
 		case f.pointer || f.shape != single:
 			f.omit = false // present: not nil, not empty
@@ -270,6 +275,14 @@ func (b *builder) fields(m *message, t reflect.Type, top bool, names map[string]
 		m.fields = append(m.fields, f)
 	}
 	return nil
+}
+
+// hasIsZero says t or *t has the IsZero method encoding/json's omitzero
+// calls.
+func hasIsZero(t reflect.Type) bool {
+	_, onT := t.MethodByName("IsZero")
+	_, onPointer := reflect.PointerTo(t).MethodByName("IsZero")
+	return onT || onPointer
 }
 
 // emptyValue is encoding/json's test for omitempty.

@@ -2,11 +2,15 @@ package resource
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"math/rand"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/watchcache/watchcache/pkg/benchdata"
 	"github.com/watchcache/watchcache/pkg/protojson"
 )
 
@@ -150,5 +154,51 @@ func TestTranscoderMatchesGoRandomly(t *testing.T) {
 		if written < seeds/2 || dupWritten == 0 { // the rest fail in the Go path too (invalid raw JSON, IntOrString type 2)
 			t.Errorf("%s: %d of %d objects transcoded, %d with fields twice", name, written, seeds, dupWritten)
 		}
+	}
+}
+
+// BenchmarkStorageCodecDecode: Decode of a stored pod (benchdata's) and
+// a 4 KB config map, by the transcoder and by the Go path it replaces.
+func BenchmarkStorageCodecDecode(b *testing.B) {
+	reg, err := NewRegistry(Builtins()...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := map[string]any{}
+	for i := range 32 {
+		data[fmt.Sprintf("key-%02d", i)] = strings.Repeat("v", 100)
+	}
+	configMap := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "d",
+		"uid": "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0", "creationTimestamp": "2026-11-28T08:00:00Z", "labels": map[string]any{"app": "web"}}, "data": data}
+	var pod map[string]any
+	if err := json.Unmarshal(benchdata.Pod(1, 100, 1000), &pod); err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range []struct {
+		name, plural string
+		obj          map[string]any
+	}{{"pod", "pods", pod}, {"configmap-4KB", "configmaps", configMap}} {
+		res := reg.Lookup("", "v1", s.plural)
+		stored, err := res.Encode(s.obj)
+		if err != nil {
+			b.Fatal(err)
+		}
+		codec := res.StorageCodec()
+		value, err := codec.Encode(stored)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _, raw, _ := parseEnvelope(value[len(protobufMagic):])
+		b.Run(s.name+"/transcoder", func(b *testing.B) {
+			for b.Loop() {
+				codec.Decode(value)
+			}
+			b.ReportMetric(float64(len(stored)), "json-bytes")
+		})
+		b.Run(s.name+"/go", func(b *testing.B) {
+			for b.Loop() {
+				codec.decodeServed(raw)
+			}
+		})
 	}
 }
