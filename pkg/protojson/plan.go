@@ -202,7 +202,7 @@ func (b *builder) fields(m *message, t reflect.Type, top bool, names map[string]
 				}
 				continue
 			}
-			if sf.Type.Kind() != reflect.Struct || ptag == "" || specials[sf.Type] != 0 || marshals(sf.Type) {
+			if _, special := specials[sf.Type]; special || sf.Type.Kind() != reflect.Struct || ptag == "" || marshals(sf.Type) {
 				return fmt.Errorf("%s.%s: an embedded field this package cannot inline", t, sf.Name)
 			}
 			f, err := b.protoField(sf, ptag)

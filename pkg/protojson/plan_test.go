@@ -19,6 +19,11 @@ type textItself struct{ A string }
 
 func (textItself) MarshalText() ([]byte, error) { return []byte("x"), nil }
 
+// Inlined is inlined in TestForRefuses, with a name the outer struct has.
+type Inlined struct {
+	A string `json:"a" protobuf:"bytes,1,opt,name=a"`
+}
+
 // For refuses the types it cannot write exactly: a field of a type with
 // a JSON or text marshaller of its own, omitzero where IsZero decides,
 // JSON options and shapes it does not know, a field without a protobuf
@@ -53,8 +58,8 @@ func TestForRefuses(t *testing.T) {
 			A time.Duration `json:"a"`
 		}{}, "no protobuf tag"},
 		{struct {
-			A string `json:"a" protobuf:"bytes,1,opt,name=a"`
-			B string `json:"a" protobuf:"bytes,2,opt,name=b"`
+			A       string `json:"a" protobuf:"bytes,1,opt,name=a"`
+			Inlined `json:",inline" protobuf:"bytes,2,opt,name=inline"`
 		}{}, "twice"},
 		{struct {
 			A string `json:"a" protobuf:"bytes,1,opt,name=a"`
