@@ -68,8 +68,7 @@ func (t *Transcoder) Append(dst, msg []byte, kind, apiVersion string) ([]byte, b
 	dst = st.message(dst, t.top, msg)
 	bad := st.bad
 	st.kind, st.apiVersion = "", ""
-	clear(st.entries[:cap(st.entries)]) // holds no pointers into msg while pooled
-	states.Put(st)
+	states.Put(st) // its entries were cleared as used: no pointers into msg
 	if bad {
 		return dst[:n], false
 	}
