@@ -43,6 +43,19 @@ type ListOptions struct {
 	// cache's memory, and paged lists, are complete anyway. Without Stream
 	// every list is complete. Watch ignores it.
 	Stream bool
+	// KeyOnlyDeletes (not on the wire; Watch only) is for a watcher that
+	// holds the last state of every object it watches: the watch cache's
+	// reflector, which has applied every event since a consistent list. Its
+	// DELETED events may then carry only the key and the deletion's
+	// revision (a record from object.KeyOnly, which must not be served),
+	// and the watcher fills in the last state it holds. The etcd3 store
+	// then does not ask etcd for previous values, which etcd reads from its
+	// database for every event. Ignored by watches that filter (label,
+	// field or shard selectors: they need an object's previous state to
+	// tell when it leaves their selection) and by stores that hold
+	// previous states anyway (the watch cache). A watch whose events reach
+	// clients must not set it.
+	KeyOnlyDeletes bool
 }
 
 // Preconditions must hold for an update or delete to happen.

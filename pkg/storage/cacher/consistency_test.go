@@ -15,11 +15,21 @@ import (
 )
 
 // droppingStore is a test double of the store under the cache whose first
-// watch loses one event: the way a broken watch would leave the cache
-// silently stale. etcd behind it is real.
+// watch loses its first event of type drop: the way a broken watch would
+// leave the cache silently stale. etcd behind it is real.
 type droppingStore struct {
 	storage.Interface
+	drop    storage.EventType
 	watches atomic.Int64
+	// lists counts the cache's lists from etcd (its initializations).
+	lists atomic.Int64
+}
+
+func (s *droppingStore) GetList(ctx context.Context, scope string, opts storage.ListOptions) (*storage.List, error) {
+	if IsReflectorList(ctx) {
+		s.lists.Add(1)
+	}
+	return s.Interface.GetList(ctx, scope, opts)
 }
 
 func (s *droppingStore) Watch(ctx context.Context, scope string, opts storage.ListOptions) (storage.Watcher, error) {
@@ -32,7 +42,7 @@ func (s *droppingStore) Watch(ctx context.Context, scope string, opts storage.Li
 		defer close(out)
 		dropped := false
 		for ev := range w.ResultChan() {
-			if !dropped && ev.Type == storage.EventModified {
+			if !dropped && ev.Type == s.drop {
 				dropped = true
 				continue
 			}
@@ -62,7 +72,7 @@ func TestInconsistencyDetector(t *testing.T) {
 	defer cancel()
 	etcdStore := etcd3.New(etcd3.Config{Client: storagetest.Client(), Prefix: "/detector-test/pods", Schema: storagetest.PodSchema})
 	reg := prometheus.NewRegistry()
-	c := New(Config{Store: &droppingStore{Interface: etcdStore}, Resource: "pods", Metrics: storagemetrics.NewStorage(reg),
+	c := New(Config{Store: &droppingStore{Interface: etcdStore, drop: storage.EventModified}, Resource: "pods", Metrics: storagemetrics.NewStorage(reg),
 		ConsistentListFromCache: true, ConsistentGetFromCache: true, ConsistencyCheckInterval: 50 * time.Millisecond})
 	defer c.Stop()
 	for !c.Ready() {
@@ -119,6 +129,48 @@ func TestInconsistencyDetector(t *testing.T) {
 	}
 	if got := checkCount(t, reg, "failure"); got != 1 {
 		t.Fatalf("%v failed checks, want 1", got)
+	}
+}
+
+// TestDeleteOfAnUnknownKeyRelists: the cache's watch carries deletions
+// by key alone (KeyOnlyDeletes), their last state taken from the cache. A
+// deletion of a key the cache does not hold (it missed the creation) has
+// no such state: the cache lists again, and then agrees with etcd, rather
+// than drop the event silently.
+func TestDeleteOfAnUnknownKeyRelists(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	etcdStore := etcd3.New(etcd3.Config{Client: storagetest.Client(), Prefix: "/unknown-delete-test/pods", Schema: storagetest.PodSchema})
+	store := &droppingStore{Interface: etcdStore, drop: storage.EventAdded}
+	c := New(Config{Store: store, Resource: "pods"})
+	defer c.Stop()
+	for !c.Ready() {
+		time.Sleep(time.Millisecond)
+	}
+	// This creation's event is lost on the way to the cache.
+	if _, err := c.Create(ctx, "ns/a", []byte(`{"metadata":{"name":"a","namespace":"ns"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Create(ctx, "ns/b", []byte(`{"metadata":{"name":"b","namespace":"ns"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Delete(ctx, "ns/a", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for store.lists.Load() < 2 || !c.Ready() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cache did not list again after the deletion of a key it does not hold (%d lists)", store.lists.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	sn := c.newest.Load()
+	if _, ok := sn.get("ns/a"); ok {
+		t.Fatal("after the re-list the cache holds the deleted ns/a")
+	}
+	if got, ok := sn.get("ns/b"); !ok || got.ResourceVersion() != b.ResourceVersion() {
+		t.Fatalf("after the re-list the cache holds %v, want %s", got, b)
 	}
 }
 

@@ -7,6 +7,7 @@ package cacher
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -97,7 +98,9 @@ func (c *Cacher) listAndWatch(ctx context.Context) error {
 	c.relistMu.Lock()
 	c.stopWatch = stop
 	c.relistMu.Unlock()
-	w, err := c.store.Watch(wctx, "", storage.ListOptions{ResourceVersion: storage.FormatResourceVersion(st.rv), AllowWatchBookmarks: true})
+	// The cache holds every object's last state, so deletions need carry
+	// only their keys: etcd then reads no previous values for the events.
+	w, err := c.store.Watch(wctx, "", storage.ListOptions{ResourceVersion: storage.FormatResourceVersion(st.rv), AllowWatchBookmarks: true, KeyOnlyDeletes: true})
 	if err != nil {
 		return err
 	}
@@ -134,7 +137,11 @@ func (c *Cacher) apply(events <-chan storage.Event, st *state) error {
 		}
 		switch ev.Type {
 		case storage.EventAdded, storage.EventModified, storage.EventDeleted:
-			pending = append(pending, c.change(st, ev))
+			e, err := c.change(st, ev)
+			if err != nil {
+				return err
+			}
+			pending = append(pending, e)
 		case storage.EventBookmark:
 			// Progress: the state is unchanged up to ev.ResourceVersion.
 			if ev.ResourceVersion > st.rv {
@@ -154,11 +161,19 @@ func (c *Cacher) apply(events <-chan storage.Event, st *state) error {
 
 // change applies one event to st and returns its log entry, with the state
 // it replaced (at the event's revision) for watchers whose selection the
-// object leaves.
-func (c *Cacher) change(st *state, ev storage.Event) *logEvent {
+// object leaves. A deletion carries only its key (the watch's
+// KeyOnlyDeletes): its last state is the one st holds, at the deletion's
+// revision. A deletion of a key st does not hold means the cache missed
+// an event: an error, so that the cache lists again rather than serve
+// a state that differs from etcd's.
+func (c *Cacher) change(st *state, ev storage.Event) (*logEvent, error) {
 	e := &logEvent{rv: ev.ResourceVersion, typ: ev.Type, obj: ev.Object, at: time.Now()}
 	if ev.Type == storage.EventDeleted {
-		st.remove(ev.Object)
+		last, ok := st.remove(ev.Object)
+		if !ok {
+			return nil, fmt.Errorf("etcd deleted %s at revision %d, which the cache does not hold", ev.Object.Key(), ev.ResourceVersion)
+		}
+		e.obj = last.WithResourceVersion(ev.ResourceVersion)
 	} else {
 		if prev, ok := st.objects.Get(ev.Object); ok {
 			e.prev = prev.WithResourceVersion(ev.ResourceVersion)
@@ -167,7 +182,7 @@ func (c *Cacher) change(st *state, ev storage.Event) *logEvent {
 	}
 	st.rv = ev.ResourceVersion
 	c.metrics.EventReceived(c.resource)
-	return e
+	return e, nil
 }
 
 // publish makes the revision st has reached visible: its snapshot (for

@@ -80,15 +80,17 @@ func (s *state) put(obj *object.Object) {
 	}
 }
 
-// remove deletes the object under obj's key.
-func (s *state) remove(obj *object.Object) {
+// remove deletes the object under obj's key and returns it; false if
+// there is none.
+func (s *state) remove(obj *object.Object) (*object.Object, bool) {
 	old, ok := s.objects.Delete(obj)
 	if !ok {
-		return
+		return nil, false
 	}
 	for field, idx := range s.indexes {
 		idx.Delete(indexEntry{value: old.Fields().Get(field), obj: old})
 	}
+	return old, true
 }
 
 // snapshot clones the state. Must not run concurrently with put or remove.

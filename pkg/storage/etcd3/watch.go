@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/watchcache/watchcache/pkg/object"
@@ -68,15 +69,21 @@ func (s *Store) Watch(ctx context.Context, scope string, opts storage.ListOption
 	}
 
 	w := &watcher{
-		store:  s,
-		opts:   opts,
-		plan:   plan,
-		from:   from,
-		result: make(chan storage.Event, resultBuffer),
-		cancel: cancel,
+		store:          s,
+		opts:           opts,
+		plan:           plan,
+		from:           from,
+		keyOnlyDeletes: opts.KeyOnlyDeletes && !opts.Filtered(),
+		result:         make(chan storage.Event, resultBuffer),
+		cancel:         cancel,
 	}
 	key, prefix := s.watchRange(scope, &opts)
-	watchOpts := []clientv3.OpOption{clientv3.WithRev(int64(from) + 1), clientv3.WithPrevKV()}
+	watchOpts := []clientv3.OpOption{clientv3.WithRev(int64(from) + 1)}
+	if !w.keyOnlyDeletes {
+		// etcd reads each event's previous value from its database (bbolt
+		// pages mapped into its memory): asked for only where it is used.
+		watchOpts = append(watchOpts, clientv3.WithPrevKV())
+	}
 	if prefix {
 		watchOpts = append(watchOpts, clientv3.WithPrefix())
 	}
@@ -92,13 +99,16 @@ func (s *Store) Watch(ctx context.Context, scope string, opts storage.ListOption
 }
 
 type watcher struct {
-	store  *Store
-	opts   storage.ListOptions
-	plan   storage.WatchPlan
-	from   uint64
-	result chan storage.Event
-	cancel context.CancelFunc
-	done   sync.WaitGroup
+	store *Store
+	opts  storage.ListOptions
+	plan  storage.WatchPlan
+	from  uint64
+	// keyOnlyDeletes: the watch asked for no previous values (see
+	// storage.ListOptions.KeyOnlyDeletes) and does not filter.
+	keyOnlyDeletes bool
+	result         chan storage.Event
+	cancel         context.CancelFunc
+	done           sync.WaitGroup
 }
 
 func (w *watcher) ResultChan() <-chan storage.Event { return w.result }
@@ -192,9 +202,14 @@ func (w *watcher) send(ctx context.Context, ev storage.Event) bool {
 
 // translate turns an etcd event into the event this watcher's selectors
 // see: an object that starts matching is ADDED, one that stops matching is
-// DELETED (with its last matching state at the event's revision).
+// DELETED (with its last matching state at the event's revision; only its
+// key with keyOnlyDeletes).
 func (w *watcher) translate(e *clientv3.Event) (storage.Event, bool, *storage.Error) {
 	rev := uint64(e.Kv.ModRevision)
+	if e.Type == mvccpb.DELETE && w.keyOnlyDeletes {
+		key := strings.TrimPrefix(string(e.Kv.Key), w.store.prefix)
+		return storage.Event{Type: storage.EventDeleted, Object: object.KeyOnly(key).WithResourceVersion(rev), ResourceVersion: rev}, true, nil
+	}
 	var cur, old *object.Object
 	if e.Type == mvccpb.PUT {
 		// The store's own write is remembered (see written), anyone

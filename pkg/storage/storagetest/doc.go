@@ -63,7 +63,7 @@ package storagetest
 //
 // Beyond the rows: selectors turning updates into ADDED/DELETED
 // (WatchFieldSelector, WatchLabelSelector), deletions with the last state
-// (WatchDeletedCarriesLastState), bookmarks (WatchBookmarks,
+// (WatchDeletedCarriesLastState) or by key (WatchKeyOnlyDeletes), bookmarks (WatchBookmarks,
 // WatchRequestProgress, WatchNoBookmarksUnlessAllowed), 410 for compacted
 // starts (WatchCompacted), clean ends (WatchStop, WatchContextCancel).
 // Sharded lists and watches (KEP-5866, ListOptions.Shard): ShardList (four

@@ -713,6 +713,66 @@ var _ = register("WatchDeletedCarriesLastState", func(t *testing.T, e *env) {
 	watchQuiet(t, "replayed", replay, watchQuietWait, false)
 })
 
+// ListOptions.KeyOnlyDeletes: a DELETED event may carry the key and the
+// deletion's revision alone (etcd3's do; the cache's carry the last state,
+// which it holds anyway); every other event is as without it. A watch that
+// filters (labels, shard) ignores it: its DELETED events, of a deletion and
+// of an object leaving its selection, carry the last state.
+var _ = register("WatchKeyOnlyDeletes", func(t *testing.T, e *env) {
+	a := e.create("ns1", "a", "n1", map[string]string{"app": "x"})
+	b := e.create("ns1", "b", "n1", map[string]string{"app": "x"})
+	fromNow := storage.ListOptions{ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, SendInitialEvents: watchBool(false), KeyOnlyDeletes: true}
+	all := e.watch(t, e.ctx, "", fromNow)
+	byLabel := fromNow
+	byLabel.Labels = labels.SelectorFromSet(labels.Set{"app": "x"})
+	selected := e.watch(t, e.ctx, "ns1/", byLabel)
+	everyShard, err := storage.ParseShardSelector(fmt.Sprintf("shardRange(object.metadata.uid, '%s', '%s')", shardBounds[0], shardBounds[len(shardBounds)-1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byShard := fromNow
+	byShard.Shard = everyShard
+	sharded := e.watch(t, e.ctx, "", byShard)
+
+	a2 := e.update(a, "n2", map[string]string{"app": "y"}) // leaves app=x
+	delA := e.remove("ns1/a")
+	delB := e.remove("ns1/b")
+
+	ev := expectEvent(t, all, storage.EventModified, "ns1/a", a2.ResourceVersion())
+	if !ev.Object.StoredEqual(a2) {
+		t.Fatalf("MODIFIED carries %s, want %s", ev.Object.JSON(), a2.JSON())
+	}
+	for _, del := range []struct {
+		rv   uint64
+		last *object.Object
+	}{{delA.ResourceVersion(), a2}, {delB.ResourceVersion(), b}} {
+		ev := expectEvent(t, all, storage.EventDeleted, del.last.Key(), del.rv)
+		if len(ev.Object.Stored()) != 0 && !ev.Object.StoredEqual(del.last) {
+			t.Fatalf("DELETED carries %s, want the key alone or the last state %s", ev.Object.JSON(), del.last.JSON())
+		}
+	}
+	watchQuiet(t, "KeyOnlyDeletes, no selector", all, watchQuietWait, false)
+
+	ev = expectEvent(t, selected, storage.EventDeleted, "ns1/a", a2.ResourceVersion())
+	if !ev.Object.StoredEqual(a) {
+		t.Fatalf("label selector: DELETED for an object leaving the selector carries %s, want its last matching state %s", ev.Object.JSON(), a.JSON())
+	}
+	ev = expectEvent(t, selected, storage.EventDeleted, "ns1/b", delB.ResourceVersion())
+	if !ev.Object.StoredEqual(b) {
+		t.Fatalf("label selector: DELETED carries %s, want the last state %s", ev.Object.JSON(), b.JSON())
+	}
+	watchQuiet(t, "KeyOnlyDeletes, label selector", selected, watchQuietWait, false)
+
+	expectEvent(t, sharded, storage.EventModified, "ns1/a", a2.ResourceVersion())
+	for _, last := range []*object.Object{a2, b} {
+		ev := nextNonBookmark(t, sharded)
+		if ev.Type != storage.EventDeleted || ev.Object == nil || !ev.Object.StoredEqual(last) {
+			t.Fatalf("shard selector: got %s, want DELETED with the last state %s", watchFmtEvent(ev), last.JSON())
+		}
+	}
+	watchQuiet(t, "KeyOnlyDeletes, shard selector", sharded, watchQuietWait, false)
+})
+
 // nextBookmarkAtLeast reads w until a BOOKMARK at revision rv or later
 // arrives, checking bookmarks on the way and that revisions never go back;
 // non-bookmark events are returned.
