@@ -21,9 +21,10 @@ import (
 // BenchmarkMemory measures what an embedded etcd keeps in memory per key
 // after issue 29's write load: keys of 2.3 KB created by 32 clients, then
 // each rewritten at 3.8 KB (a pod after its kubelet's status patch), with a
-// watch on the prefix as the server's cache keeps one. It reports, per key,
-// the growth of the live Go heap (after two collections) and of the
-// anonymous and file-backed resident memory, for etcd's default
+// watch on the prefix: with previous values (prevkv=true, as a watch from
+// etcd with selectors asks) or without (as the server's cache watches). It
+// reports, per key, the growth of the live Go heap (after two collections)
+// and of the anonymous and file-backed resident memory, for etcd's default
 // SnapshotCatchUpEntries and a single member's. WATCHCACHE_MEMORY_KEYS sets
 // the keys (default 30,000); WATCHCACHE_MEMORY_PROFILE, a file name prefix,
 // writes each case's heap profile (go tool pprof -sample_index=inuse_space)
@@ -41,16 +42,19 @@ func BenchmarkMemory(b *testing.B) {
 		if catchUp == 0 {
 			name = fmt.Sprintf("catchup=default(%d)", singleCatchUpEntries)
 		}
-		b.Run(name, func(b *testing.B) {
-			for range b.N {
-				measureMemory(b, keys, Config{DataDir: b.TempDir(), UnsafeNoFsync: true, SnapshotCatchUpEntries: catchUp}, name)
-			}
-		})
+		for _, prevKV := range []bool{true, false} {
+			name := fmt.Sprintf("%s/prevkv=%t", name, prevKV)
+			b.Run(name, func(b *testing.B) {
+				for range b.N {
+					measureMemory(b, keys, Config{DataDir: b.TempDir(), UnsafeNoFsync: true, SnapshotCatchUpEntries: catchUp}, prevKV, name)
+				}
+			})
+		}
 	}
 }
 
 // measureMemory runs the load of BenchmarkMemory once on a new etcd of cfg.
-func measureMemory(b *testing.B, keys int, cfg Config, name string) {
+func measureMemory(b *testing.B, keys int, cfg Config, prevKV bool, name string) {
 	heap0, set0 := settledMemory(b)
 	s, err := Start(cfg)
 	if err != nil {
@@ -65,7 +69,11 @@ func measureMemory(b *testing.B, keys int, cfg Config, name string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var events atomic.Int64
-	watch := c.Watch(ctx, "/registry/", clientv3.WithPrefix(), clientv3.WithPrevKV())
+	watchOpts := []clientv3.OpOption{clientv3.WithPrefix()}
+	if prevKV {
+		watchOpts = append(watchOpts, clientv3.WithPrevKV())
+	}
+	watch := c.Watch(ctx, "/registry/", watchOpts...)
 	go func() {
 		for r := range watch {
 			events.Add(int64(len(r.Events)))
@@ -98,7 +106,7 @@ func measureMemory(b *testing.B, keys int, cfg Config, name string) {
 	b.ReportMetric(per(set1.anon-set0.anon), "anonRSS-B/key")
 	b.ReportMetric(per(set1.file-set0.file), "fileRSS-B/key")
 	if prefix := os.Getenv("WATCHCACHE_MEMORY_PROFILE"); prefix != "" {
-		f, err := os.Create(prefix + strings.NewReplacer("=", "-", "(", "-", ")", "").Replace(name) + ".pprof")
+		f, err := os.Create(prefix + strings.NewReplacer("=", "-", "(", "-", ")", "", "/", "-").Replace(name) + ".pprof")
 		if err != nil {
 			b.Fatal(err)
 		}
