@@ -22,8 +22,10 @@ import (
 // after issue 29's write load: keys of 2.3 KB created by 32 clients, then
 // each rewritten at 3.8 KB (a pod after its kubelet's status patch), with a
 // watch on the prefix: with previous values (prevkv=true, as a watch from
-// etcd with selectors asks) or without (as the server's cache watches). It
-// reports, per key, the growth of the live Go heap (after two collections)
+// etcd with selectors asks) or without (as the server's cache watches). The
+// writes are plain puts, or (compare=true) transactions that compare the
+// key's revisions first as the server's writes do: etcd reads a compared
+// key's value, the one a previous value would be. It reports, per key, the growth of the live Go heap (after two collections)
 // and of the anonymous and file-backed resident memory, for etcd's default
 // SnapshotCatchUpEntries and a single member's. WATCHCACHE_MEMORY_KEYS sets
 // the keys (default 30,000); WATCHCACHE_MEMORY_PROFILE, a file name prefix,
@@ -43,18 +45,20 @@ func BenchmarkMemory(b *testing.B) {
 			name = fmt.Sprintf("catchup=default(%d)", singleCatchUpEntries)
 		}
 		for _, prevKV := range []bool{true, false} {
-			name := fmt.Sprintf("%s/prevkv=%t", name, prevKV)
-			b.Run(name, func(b *testing.B) {
-				for range b.N {
-					measureMemory(b, keys, Config{DataDir: b.TempDir(), UnsafeNoFsync: true, SnapshotCatchUpEntries: catchUp}, prevKV, name)
-				}
-			})
+			for _, compare := range []bool{false, true} {
+				name := fmt.Sprintf("%s/prevkv=%t/compare=%t", name, prevKV, compare)
+				b.Run(name, func(b *testing.B) {
+					for range b.N {
+						measureMemory(b, keys, Config{DataDir: b.TempDir(), UnsafeNoFsync: true, SnapshotCatchUpEntries: catchUp}, prevKV, compare, name)
+					}
+				})
+			}
 		}
 	}
 }
 
 // measureMemory runs the load of BenchmarkMemory once on a new etcd of cfg.
-func measureMemory(b *testing.B, keys int, cfg Config, prevKV bool, name string) {
+func measureMemory(b *testing.B, keys int, cfg Config, prevKV, compare bool, name string) {
 	heap0, set0 := settledMemory(b)
 	s, err := Start(cfg)
 	if err != nil {
@@ -81,12 +85,31 @@ func measureMemory(b *testing.B, keys int, cfg Config, prevKV bool, name string)
 	}()
 	created, patched := strings.Repeat("c", 2300), strings.Repeat("p", 3800)
 	for _, value := range []string{created, patched} {
+		write := func(key string) error {
+			_, err := c.Put(ctx, key, value)
+			return err
+		}
+		if compare {
+			// A create compares the key's create_revision, an update its
+			// mod_revision (here: that it has one).
+			write = func(key string) error {
+				cmp := clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+				if value == patched {
+					cmp = clientv3.Compare(clientv3.ModRevision(key), ">", 0)
+				}
+				resp, err := c.Txn(ctx).If(cmp).Then(clientv3.OpPut(key, value)).Commit()
+				if err == nil && !resp.Succeeded {
+					err = fmt.Errorf("%s: the compare failed", key)
+				}
+				return err
+			}
+		}
 		var next atomic.Int64
 		var wg sync.WaitGroup
 		for range 32 {
 			wg.Go(func() {
 				for i := next.Add(1) - 1; i < int64(keys); i = next.Add(1) - 1 {
-					if _, err := c.Put(ctx, fmt.Sprintf("/registry/pods/ns-%d/pod-%06d", i%100, i), value); err != nil {
+					if err := write(fmt.Sprintf("/registry/pods/ns-%d/pod-%06d", i%100, i)); err != nil {
 						b.Error(err)
 						return
 					}
