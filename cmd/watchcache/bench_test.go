@@ -43,6 +43,7 @@ func TestBenchSmoke(t *testing.T) {
 		"--curve-sizes=200,400", "--curve-watchers=2", "--curve-updates=10",
 		"--protobuf-pods=120", "--protobuf-watchers=2", "--protobuf-updates=10",
 		"--writepath-pods=64",
+		"--etcdlists-configmaps=60",
 		"--out", filepath.Join(t.TempDir(), "out"),
 	})
 	if err != nil {
@@ -60,13 +61,14 @@ func TestBenchSmoke(t *testing.T) {
 			checkRow(t, s.ID, row)
 		}
 	}
-	want := []string{"initialization", "matrix", "kubelet", "kubelet-auth", "select-nothing", "paginated", "fanout", "writes", "shards", "nodes", "curves", "protobuf", "writepath"}
+	want := []string{"initialization", "matrix", "kubelet", "kubelet-auth", "select-nothing", "paginated", "fanout", "writes", "shards", "nodes", "curves", "protobuf", "writepath", "etcdlists"}
 	if !slices.Equal(ids, want) {
 		t.Errorf("scenarios %v, want %v", ids, want)
 	}
-	checkNewScenarios(t, report.Scenarios[len(report.Scenarios)-4:len(report.Scenarios)-2])
-	checkWritePath(t, report.Scenarios[len(report.Scenarios)-1])
-	checkProtobuf(t, report.Scenarios[len(report.Scenarios)-2])
+	checkNewScenarios(t, report.Scenarios[len(report.Scenarios)-5:len(report.Scenarios)-3])
+	checkWritePath(t, report.Scenarios[len(report.Scenarios)-2])
+	checkProtobuf(t, report.Scenarios[len(report.Scenarios)-3])
+	checkEtcdLists(t, report.Scenarios[len(report.Scenarios)-1], 60)
 	checkShards(t, report.Scenarios[slices.IndexFunc(report.Scenarios, func(s bench.Scenario) bool { return s.ID == "shards" })], 100)
 	if !strings.Contains(text, "10 × 5 KB") || !strings.Contains(text, "cache advantage") || !strings.Contains(text, "RBAC advantage") {
 		t.Errorf("the printed results lack the matrix or the ratio column:\n%s", text)
@@ -117,6 +119,30 @@ func checkNewScenarios(t *testing.T, scenarios []bench.Scenario) {
 	}
 	if got := values["nodes/load/watches"]; got != 2*5+2 {
 		t.Errorf("%v watches, want 12 (2 per kubelet, 2 informers)", got)
+	}
+}
+
+// checkEtcdLists checks that the etcdlists scenario read every config map
+// in each of its lists (one alone, then ten), with a positive time and CPU
+// (checkRow checks that no list failed).
+func checkEtcdLists(t *testing.T, s bench.Scenario, configMaps int) {
+	t.Helper()
+	if len(s.Rows) != 2 {
+		t.Fatalf("etcdlists rows %+v, want one list alone and ten at once", s.Rows)
+	}
+	for i, lists := range []int{1, 10} {
+		values := map[string]float64{}
+		for _, m := range s.Rows[i].Metrics {
+			values[m.Name] = m.Cache
+		}
+		if got, least := values["response size, all lists"], float64(lists*configMaps*4096); got < least {
+			t.Errorf("%s: %v bytes, want at least %v", s.Rows[i].Label, got, least)
+		}
+		for _, name := range []string{"all done", "fastest list", "slowest list", "throughput, all lists", "server CPU"} {
+			if values[name] <= 0 {
+				t.Errorf("%s %s: %v, want > 0", s.Rows[i].Label, name, values[name])
+			}
+		}
 	}
 }
 

@@ -165,6 +165,9 @@ func parseBenchFlags(args []string) (cfg bench.Config, out string, err error) {
 	fs.StringVar(&cfg.WritePathProfiles, "writepath-profiles", "", "writepath scenario: directory to write the server's CPU profile of each phase's first 10 s and its heap profile after the load to")
 	fs.StringVar(&cfg.WritePathServer, "writepath-server", "", "writepath scenario: kubeconfig of a running API server to load instead of starting one (needs --writepath-pids)")
 	fs.Func("writepath-pids", "writepath scenario: process id of the --writepath-server, then its etcd's if etcd runs apart (comma-separated), for their CPU and memory", intList(&cfg.WritePathPIDs))
+	fs.IntVar(&cfg.EtcdListConfigMaps, "etcdlists-configmaps", cfg.EtcdListConfigMaps, "etcdlists scenario: config maps of 4 KB listed from etcd")
+	fs.BoolVar(&cfg.EtcdListsEmbeddedEtcd, "etcdlists-embedded-etcd", false, "etcdlists scenario: run etcd inside the server's process (its default without --etcd-servers) rather than in a process of its own")
+	fs.StringVar(&cfg.EtcdListsProfiles, "etcdlists-profiles", "", "etcdlists scenario: directory to write the server's CPU profile of each phase's first 10 s to")
 	if err := fs.Parse(args); err != nil {
 		return cfg, "", err
 	}

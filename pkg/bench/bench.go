@@ -128,6 +128,16 @@ type Config struct {
 	WritePathServer string
 	WritePathPIDs   []int
 
+	// The etcdlists scenario writes EtcdListConfigMaps config maps of 4 KB
+	// and lists them from etcd; EtcdListsProfiles, if not empty, is a
+	// directory to write the server's CPU profile of each phase's first
+	// seconds to.
+	EtcdListConfigMaps int
+	EtcdListsProfiles  string
+	// EtcdListsEmbeddedEtcd runs the etcdlists scenario's etcd inside its
+	// server's process (the server's default without --etcd-servers).
+	EtcdListsEmbeddedEtcd bool
+
 	// Progress receives the progress bars; Output the results, as text,
 	// scenario by scenario.
 	Progress, Output io.Writer
@@ -143,7 +153,7 @@ func (c *Config) Validate() error {
 		"kubelet client counts": len(c.KubeletClients), "cluster nodes": c.ClusterNodes, "pods per node": c.PodsPerNode,
 		"curve sizes": len(c.CurveSizes), "curve watchers": c.CurveWatchers, "curve updates": c.CurveUpdates,
 		"protobuf pods": c.ProtobufPods, "protobuf watchers": c.ProtobufWatchers, "protobuf updates": c.ProtobufUpdates,
-		"writepath pods": c.WritePathPods,
+		"writepath pods": c.WritePathPods, "etcdlists config maps": c.EtcdListConfigMaps,
 	}
 	for name, v := range positive {
 		if v <= 0 {
@@ -225,6 +235,7 @@ func DefaultConfig() Config {
 		ProtobufWatchers:   100,
 		ProtobufUpdates:    2000,
 		WritePathPods:      5000,
+		EtcdListConfigMaps: 100000,
 
 		Progress: os.Stderr,
 		Output:   os.Stdout,
@@ -292,7 +303,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	scenarios := map[string]func(context.Context) error{
 		"matrix": b.matrix, "kubelet": b.kubelet, "kubelet-auth": b.kubeletAuth, "select-nothing": b.selectNothing,
 		"paginated": b.paginated, "fanout": b.fanout, "writes": b.writes, "shards": b.shards, "nodes": b.nodes, "curves": b.curves, "protobuf": b.protobuf,
-		"writepath": b.writePath,
+		"writepath": b.writePath, "etcdlists": b.etcdLists,
 	}
 	sharedRunning := cfg.runsShared()
 	for _, name := range cfg.Scenarios {
@@ -387,13 +398,16 @@ func (b *bench) stopShared(context.Context) error {
 // where each keeps its kubeconfig); the kubelet-auth scenario's servers
 // add theirs.
 func serverArgs(etcdURL, dataDir string, watchCache bool) []string {
-	return []string{
-		"--etcd-servers", etcdURL, "--secure-port", "0", "--data-dir", dataDir,
+	var etcd []string
+	if etcdURL != "" { // else the server's embedded etcd
+		etcd = []string{"--etcd-servers", etcdURL}
+	}
+	return append(etcd, "--secure-port", "0", "--data-dir", dataDir,
 		fmt.Sprintf("--watch-cache=%t", watchCache), "--token-auth-file", filepath.Join(filepath.Dir(dataDir), kubeletTokensFile),
 		// Off by default upstream too; its periodic full etcd reads would
 		// land in the middle of measurements.
 		"--consistency-check-interval", "0",
-	}
+	)
 }
 
 // sideLabel is the side of the cache-on or the cache-off server.
@@ -411,12 +425,17 @@ func (b *bench) startServer(ctx context.Context, watchCache bool) (*server, erro
 }
 
 // startServerAs starts an API server whose side is label, with the
-// standard flags and extra ones, and waits until /readyz passes.
+// standard flags and extra ones, on b.etcd (nil: the server's embedded
+// etcd), and waits until /readyz passes.
 func (b *bench) startServerAs(ctx context.Context, label string, watchCache bool, extra ...string) (*server, error) {
 	name := "server-" + label
 	dataDir := b.dir + "/" + name
+	etcdURL := ""
+	if b.etcd != nil {
+		etcdURL = b.etcd.url
+	}
 	p, err := startProcess(ctx, b.dir, name, b.cfg.Executable, b.cfg.Env,
-		append(serverArgs(b.etcd.url, dataDir, watchCache), extra...), serverServing)
+		append(serverArgs(etcdURL, dataDir, watchCache), extra...), serverServing)
 	if err != nil {
 		return nil, err
 	}

@@ -24,14 +24,17 @@ const defaultEtcdPrefix = "/registry"
 
 // podsResource is the built-in pods resource, whose etcd keys the direct
 // loader writes.
-var podsResource = func() *resource.Resource {
+var podsResource = builtinResource("", "pods")
+
+// builtinResource is the built-in resource group/plural.
+func builtinResource(group, plural string) *resource.Resource {
 	for _, r := range resource.Builtins() {
-		if r.Group == "" && r.Plural == "pods" {
+		if r.Group == group && r.Plural == plural {
 			return r
 		}
 	}
-	panic("no built-in pods resource")
-}()
+	panic("no built-in resource " + plural + "." + group)
+}
 
 // podDefaults are the fields the server adds to benchdata's pods when it
 // creates them (its defaulting, as kube-apiserver's), inserted after the

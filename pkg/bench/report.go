@@ -118,12 +118,13 @@ type Unit string
 
 // The units metrics are expressed in.
 const (
-	Seconds    Unit = "s"     // durations, as float seconds
-	PerSecond  Unit = "/s"    // operations or events per second
-	Bytes      Unit = "B"     // sizes
-	CPUSeconds Unit = "CPU s" // processor time
-	Count      Unit = "count" // plain numbers
-	Cores      Unit = "cores" // processor time per second of wall time
+	Seconds     Unit = "s"     // durations, as float seconds
+	PerSecond   Unit = "/s"    // operations or events per second
+	MBPerSecond Unit = "MB/s"  // bytes per second, in millions
+	Bytes       Unit = "B"     // sizes
+	CPUSeconds  Unit = "CPU s" // processor time
+	Count       Unit = "count" // plain numbers
+	Cores       Unit = "cores" // processor time per second of wall time
 )
 
 // Advantage is how many times better the cache-on server did than the

@@ -35,6 +35,7 @@ var scenarioList = []scenarioInfo{
 	{"curves", "cost curves: initialization, memory, lists and fan-out at growing numbers of pods", false},
 	{"protobuf", "protobuf against JSON on one cache-on server: LIST all, kubelets, fan-out, client decode and informer sync, memory", false},
 	{"writepath", "issue 29's write load: pods created by 32 clients, then a pods/status merge patch each; throughput, latency, server CPU per write, RSS", false},
+	{"etcdlists", "issue 29's large lists from etcd: config maps of 4 KB listed by a cache-off server, one LIST alone, then ten at once; time, MB/s, server CPU, RSS growth", false},
 }
 
 // AllScenarios is the value of --scenarios that runs every scenario.
