@@ -2,6 +2,7 @@ package limits
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -108,6 +109,43 @@ func TestRequestTimeout(t *testing.T) {
 	}
 	if w := serve(h, http.MethodGet, "/api/v1/namespaces/a/configmaps?watch=true", nil); w.Code != http.StatusOK {
 		t.Errorf("a watch: %d, want it unbounded", w.Code)
+	}
+}
+
+// TestRequestTimeoutAbortsAnAnswerBegun: an answer still being written at
+// the deadline by a handler that does not look at its context (a list from
+// the cache to a slow client) is aborted at the deadline, as kube-apiserver
+// does: the client sees a broken transfer, not a clean end.
+func TestRequestTimeoutAbortsAnAnswerBegun(t *testing.T) {
+	stopped := make(chan error, 1)
+	h := WithRequestTimeout(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"kind":"PodList","items":[`))
+		for range 500 { // 5 s, then a clean end
+			w.(http.Flusher).Flush()
+			time.Sleep(10 * time.Millisecond)
+			if _, err := w.Write([]byte(`{},`)); err != nil {
+				stopped <- err
+				return
+			}
+		}
+		w.Write([]byte(`{}]}`))
+		stopped <- nil
+	}), 300*time.Millisecond)
+	server := httptest.NewServer(requestinfo.WithRequestInfo(h))
+	defer server.Close()
+	began := time.Now()
+	resp, err := http.Get(server.URL + "/api/v1/pods")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if took := time.Since(began); resp.StatusCode != http.StatusOK || err == nil || took > 4*time.Second {
+		t.Fatalf("status %d, %d bytes read with error %v after %v; want 200 and a failed read at the deadline", resp.StatusCode, len(body), err, took)
+	}
+	if err := <-stopped; !errors.Is(err, http.ErrHandlerTimeout) {
+		t.Errorf("the handler's write after the deadline: %v, want http.ErrHandlerTimeout", err)
 	}
 }
 
