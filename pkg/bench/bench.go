@@ -12,7 +12,10 @@
 // into etcd: nodes, a cluster's load on one server (kubelets, leases, node
 // heartbeats, pod churn and informers) measured against Kubernetes' API
 // SLOs; curves, what the cache costs at growing numbers of pods; and
-// protobuf, JSON and protobuf clients side by side.
+// protobuf, JSON and protobuf clients side by side. Two more run only when
+// named, on processes of their own: writepath, issue 29's writes, and
+// etcdlists, issue 29's large lists read from etcd by a cache-off server,
+// one alone and ten at once.
 //
 // Each server runs in its own process, so its processor time and resident
 // memory are read from the OS; while one server is measured the other is
@@ -336,6 +339,14 @@ func (b *bench) setup() []string {
 		setup = append(setup, "The nodes, curves, protobuf and writepath scenarios run after the others are done and their processes stopped, each on an etcd and a cache-on server of its own "+
 			"(the same flags); their pods (but writepath's, which it measures creating) are written straight into etcd by the benchmark's etcd client, "+fmt.Sprint(etcdBatch)+" per transaction, as the server stores them "+
 			"(each scenario says how fast: much faster than creating them over HTTP).")
+	}
+	if b.cfg.runs("etcdlists") {
+		where := "in a process of its own"
+		if b.cfg.EtcdListsEmbeddedEtcd {
+			where = "embedded in the server's process"
+		}
+		setup = append(setup, "The etcdlists scenario runs last, on an etcd ("+where+") and a --watch-cache=false server of its own (the same flags otherwise); "+
+			"its config maps are written straight into etcd, "+fmt.Sprint(etcdBatch)+" per transaction, in protobuf as the server stores them.")
 	}
 	if b.cfg.runs("writepath") && b.cfg.WritePathServer != "" {
 		setup = append(setup, fmt.Sprintf("The writepath scenario loaded a server it did not start, that of %s (process ids %v: the server, then its etcd if apart), on data and flags of its starter's choosing.",
