@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -54,8 +55,15 @@ type Quotas struct {
 	mu       sync.Mutex
 	watching map[*resource.Resource]context.CancelFunc
 	// states are the quota States of the objects whose updates may change
-	// their usage (pods, Services, claims), by resource and key.
+	// their usage (pods, Services, claims), by resource and key, kept only
+	// for the objects of namespaces that have a quota: an update elsewhere
+	// has no quota to sync, and an object without a State counts as
+	// changed on its next update (the quotas created since were synced,
+	// from the same cache, when they were created).
 	states map[*resource.Resource]map[string]string
+	// quotaNames are the names of the quotas of each namespace that has
+	// one, as the quotas' watch has them.
+	quotaNames map[string]map[string]bool
 }
 
 // Run runs the controller until ctx ends.
@@ -64,13 +72,25 @@ func (c *Quotas) Run(ctx context.Context) {
 	c.q = NewQueue[string](ctx, "resourcequota")
 	c.watching = map[*resource.Resource]context.CancelFunc{}
 	c.states = map[*resource.Resource]map[string]string{}
+	c.quotaNames = map[string]map[string]bool{}
 	go informer.Run(ctx, storeOf(c.Registry, c.quotas), informer.Handler{
 		Replace: func(items []*object.Object, _ uint64) {
+			c.mu.Lock()
+			clear(c.quotaNames)
+			for _, o := range items {
+				c.noteQuota(o, true)
+			}
+			c.mu.Unlock()
 			for _, o := range items {
 				c.q.Add(o.Namespace() + "/" + o.Name())
 			}
 		},
 		Apply: func(ev storage.Event) {
+			if ev.Type != storage.EventBookmark {
+				c.mu.Lock()
+				c.noteQuota(ev.Object, ev.Type != storage.EventDeleted)
+				c.mu.Unlock()
+			}
 			if ev.Type == storage.EventAdded || ev.Type == storage.EventModified && c.intentNotCaptured(ev.Object) {
 				c.q.Add(ev.Object.Namespace() + "/" + ev.Object.Name())
 			}
@@ -95,6 +115,27 @@ func (c *Quotas) Run(ctx context.Context) {
 		}
 	}
 }
+
+// noteQuota records that quota o exists or, if !exists, no longer does.
+// c.mu is held.
+func (c *Quotas) noteQuota(o *object.Object, exists bool) {
+	ns, name := o.Namespace(), o.Name()
+	names := c.quotaNames[ns]
+	switch {
+	case exists && names == nil:
+		c.quotaNames[ns] = map[string]bool{name: true}
+	case exists:
+		names[name] = true
+	case names != nil:
+		delete(names, name)
+		if len(names) == 0 {
+			delete(c.quotaNames, ns)
+		}
+	}
+}
+
+// hasQuota says whether namespace ns has a quota. c.mu is held.
+func (c *Quotas) hasQuota(ns string) bool { return len(c.quotaNames[ns]) > 0 }
 
 // intentNotCaptured says whether a quota's status lags its spec (an
 // update of spec.hard); the status writes of this controller and of quota
@@ -131,8 +172,11 @@ func (c *Quotas) watch(ctx context.Context, res *resource.Resource) {
 	go informer.Run(ctx, store, informer.Handler{
 		Replace: func(items []*object.Object, _ uint64) {
 			if e.UsageChangesOnUpdate() {
-				states := make(map[string]string, len(items))
-				for _, o := range items {
+				c.mu.Lock()
+				counted := slices.DeleteFunc(slices.Clone(items), func(o *object.Object) bool { return !c.hasQuota(o.Namespace()) })
+				c.mu.Unlock()
+				states := make(map[string]string, len(counted))
+				for _, o := range counted {
 					states[o.Key()] = state(o)
 				}
 				c.mu.Lock()
@@ -147,11 +191,17 @@ func (c *Quotas) watch(ctx context.Context, res *resource.Resource) {
 			}
 			changed := ev.Type == storage.EventDeleted
 			if e.UsageChangesOnUpdate() {
-				s := state(ev.Object)
+				c.mu.Lock()
+				counted := c.hasQuota(ev.Object.Namespace())
+				c.mu.Unlock()
+				var s string
+				if counted && ev.Type != storage.EventDeleted {
+					s = state(ev.Object) // decodes the object: only where a quota may count it
+				}
 				c.mu.Lock()
 				states := c.states[res]
-				changed = changed || ev.Type == storage.EventModified && states[ev.Object.Key()] != s
-				if ev.Type == storage.EventDeleted {
+				changed = changed || counted && ev.Type == storage.EventModified && states[ev.Object.Key()] != s
+				if s == "" {
 					delete(states, ev.Object.Key())
 				} else {
 					states[ev.Object.Key()] = s
