@@ -5,8 +5,10 @@ package httpapi
 
 import (
 	"reflect"
+	"sync"
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
+	"github.com/watchcache/watchcache/pkg/jsontree"
 	"github.com/watchcache/watchcache/pkg/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,7 +41,7 @@ func (s *Server) trackUpdate(req *request, old, obj map[string]any) (map[string]
 			return nil, err
 		}
 		if old == nil {
-			if live, err = asStored(req.res, map[string]any{"apiVersion": req.res.GroupVersion(), "kind": req.res.Kind}); err != nil {
+			if live, err = zeroStored(req.res); err != nil {
 				return nil, err
 			}
 		}
@@ -64,6 +66,30 @@ func (s *Server) trackUpdate(req *request, old, obj map[string]any) (map[string]
 		delete(meta, "managedFields")
 	}
 	return obj, nil
+}
+
+// zeroStoredCache holds zeroStored's answers, by zeroKey.
+var zeroStoredCache sync.Map
+
+// zeroKey identifies a kind's empty object as stored.
+type zeroKey struct {
+	typ              reflect.Type
+	apiVersion, kind string
+}
+
+// zeroStored is a new object of res's kind (only apiVersion and kind set)
+// as stored (asStored), a copy of the one made the first time.
+func zeroStored(res *resource.Resource) (map[string]any, error) {
+	key := zeroKey{reflect.TypeOf(res.StrategicMergeType), res.GroupVersion(), res.Kind}
+	zero, ok := zeroStoredCache.Load(key)
+	if !ok {
+		obj, err := asStored(res, map[string]any{"apiVersion": key.apiVersion, "kind": key.kind})
+		if err != nil {
+			return nil, err
+		}
+		zero, _ = zeroStoredCache.LoadOrStore(key, obj)
+	}
+	return jsontree.DeepCopy(zero).(map[string]any), nil
 }
 
 // asStored is obj as it would be stored (resource.Resource.Encode: through the kind's
