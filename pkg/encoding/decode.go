@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/watchcache/watchcache/pkg/apistatus"
+	"github.com/watchcache/watchcache/pkg/jsontree"
 	"github.com/watchcache/watchcache/pkg/resource"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -126,8 +127,8 @@ func DecodeObject(w http.ResponseWriter, data []byte, res *resource.Resource, mo
 // of that decoding ("json: cannot unmarshal ..."); data that is no JSON
 // object, a 400 *apierrors.StatusError.
 func DecodeFields(data []byte, res *resource.Resource, mode FieldValidation) (map[string]any, []error, error) {
-	var obj map[string]any
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &obj); err != nil {
+	obj, err := jsontree.Decode(data)
+	if err != nil {
 		return nil, nil, apistatus.BadRequest("the request body is not a JSON object: %v", err)
 	}
 	if obj == nil {

@@ -203,17 +203,17 @@ func (p *patchRequest) mergeDecoded(cur *object.Object, res *resource.Resource) 
 	if p.mediaType != encoding.MergePatchType || res.StrategicMergeType == nil {
 		return nil, nil, nil, false
 	}
-	var patch map[string]any
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(p.body, &patch); err != nil || patch == nil || !smallIntegers(patch) {
+	patch, err := jsontree.Decode(p.body)
+	if err != nil || patch == nil || !smallIntegers(patch) {
 		return nil, nil, nil, false
 	}
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &old); err != nil {
+	if old, err = jsontree.Decode(cur.JSON()); err != nil {
 		return nil, nil, nil, false
 	}
 	obj = jsontree.DeepCopy(old).(map[string]any)
 	jsontree.MergePatch(obj, patch)
 	typed := reflect.New(reflect.TypeOf(res.StrategicMergeType)).Interface()
-	err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, typed, p.mode != encoding.ValidationIgnore)
+	err = runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, typed, p.mode != encoding.ValidationIgnore)
 	if strict, isStrict := runtime.AsStrictDecodingError(err); isStrict && len(strict.Errors()) == 1 {
 		return obj, old, strict.Errors(), true
 	}

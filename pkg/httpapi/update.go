@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	kjson "sigs.k8s.io/json"
 )
 
 func (s *Server) update(w http.ResponseWriter, r *http.Request, req *request, store storage.Interface) {
@@ -89,7 +88,8 @@ func (s *Server) prepareUpdate(ctx context.Context, obj, old map[string]any, req
 	// cur decoded once (here unless the caller has): its
 	// creationTimestamp, then the old object.
 	if old == nil {
-		if err := kjson.UnmarshalCaseSensitivePreserveInts(cur.JSON(), &old); err != nil {
+		var err error
+		if old, err = jsontree.Decode(cur.JSON()); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -135,8 +135,8 @@ func encodeValid(res *resource.Resource, name, subresource string, obj, old map[
 	if err != nil || !validation.Has(res.Group, res.Kind) && res.CustomSchema == nil && !validation.HasSubresource(res.Group, res.Kind, subresource) {
 		return data, typed, err
 	}
-	var stored map[string]any
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &stored); err != nil {
+	stored, err := jsontree.Decode(data)
+	if err != nil {
 		return nil, nil, err
 	}
 	var errs field.ErrorList
