@@ -325,6 +325,12 @@ func (b *builder) protoField(sf reflect.StructField, ptag string) (field, error)
 	}
 	f := field{num: protowire.Number(num)}
 	t := sf.Type
+	if k := t.Kind(); k == reflect.Slice || k == reflect.Map {
+		// A named slice or map (its elements are checked as values).
+		if err := ownEncoding(t); err != nil {
+			return field{}, fmt.Errorf("%s: %w", sf.Name, err)
+		}
+	}
 	switch {
 	case t.Kind() == reflect.Pointer:
 		f.pointer, t = true, t.Elem()
@@ -355,13 +361,8 @@ func (b *builder) value(t reflect.Type) (value, error) {
 	if op, ok := specials[t]; ok {
 		return value{op: op, wire: protowire.BytesType}, nil
 	}
-	if marshals(t) {
-		return value{}, fmt.Errorf("%s has a JSON marshaller of its own", t)
-	}
-	if t.Kind() != reflect.Struct {
-		if _, ok := reflect.PointerTo(t).MethodByName("Unmarshal"); ok {
-			return value{}, fmt.Errorf("%s has a protobuf encoding of its own", t)
-		}
+	if err := ownEncoding(t); err != nil {
+		return value{}, err
 	}
 	switch t.Kind() {
 	case reflect.String:
@@ -389,4 +390,18 @@ func (b *builder) value(t reflect.Type) (value, error) {
 		return value{op: opMessage, wire: protowire.BytesType, msg: m}, nil
 	}
 	return value{}, fmt.Errorf("a %s", t)
+}
+
+// ownEncoding says why a type not special here has a JSON or protobuf
+// encoding of its own: a JSON or text marshaller, or, not a struct (whose
+// generated Unmarshal follows its fields' tags), an Unmarshal method
+// (k8s.io/api's ExtraValue, a []string read from a message of its own).
+func ownEncoding(t reflect.Type) error {
+	if marshals(t) {
+		return fmt.Errorf("%s has a JSON marshaller of its own", t)
+	}
+	if _, ok := reflect.PointerTo(t).MethodByName("Unmarshal"); ok && t.Kind() != reflect.Struct {
+		return fmt.Errorf("%s has a protobuf encoding of its own", t)
+	}
+	return nil
 }

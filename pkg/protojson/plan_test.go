@@ -19,6 +19,11 @@ type textItself struct{ A string }
 
 func (textItself) MarshalText() ([]byte, error) { return []byte("x"), nil }
 
+// ownProtobuf is a slice read from a message of its own, as ExtraValue.
+type ownProtobuf []string
+
+func (*ownProtobuf) Unmarshal([]byte) error { return nil }
+
 // Inlined is inlined in TestForRefuses, with a name the outer struct has.
 type Inlined struct {
 	A string `json:"a" protobuf:"bytes,1,opt,name=a"`
@@ -68,6 +73,12 @@ func TestForRefuses(t *testing.T) {
 		{struct {
 			A [2]string `json:"a" protobuf:"bytes,1,opt,name=a"`
 		}{}, "[2]string"},
+		{struct {
+			A ownProtobuf `json:"a" protobuf:"bytes,1,rep,name=a"`
+		}{}, "protobuf encoding of its own"},
+		{struct {
+			A *ownProtobuf `json:"a" protobuf:"bytes,1,opt,name=a"`
+		}{}, "protobuf encoding of its own"},
 	} {
 		_, err := For(reflect.TypeOf(c.typ))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
