@@ -6,6 +6,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -31,6 +32,7 @@ var fuzzKinds = []struct {
 	{eventsv1.SchemeGroupVersion.WithKind("Event"), &eventsv1.Event{}},
 	{policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"), &policyv1.PodDisruptionBudget{}},
 	{corev1.SchemeGroupVersion.WithKind("Service"), &corev1.Service{}},
+	{certificatesv1.SchemeGroupVersion.WithKind("CertificateSigningRequest"), &certificatesv1.CertificateSigningRequest{}},
 }
 
 // fuzzSeeds are objects of fuzzKinds (by index) with every special type set.
@@ -59,6 +61,8 @@ func fuzzSeeds() map[int][]goMessage {
 		6: {&policyv1.PodDisruptionBudget{ObjectMeta: meta, Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &port},
 			Status: policyv1.PodDisruptionBudgetStatus{DisruptedPods: map[string]metav1.Time{"p": now, "q": {}}}}},
 		7: {&corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80, TargetPort: port}}, ClusterIPs: []string{"10.0.0.1"}}}},
+		8: {&certificatesv1.CertificateSigningRequest{ObjectMeta: meta, Spec: certificatesv1.CertificateSigningRequestSpec{Request: []byte("csr"),
+			SignerName: "s", Extra: map[string]certificatesv1.ExtraValue{"a": {"x", "<y>"}, "b": nil}, Usages: []certificatesv1.KeyUsage{"digital signature"}}}},
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,6 +35,9 @@ const (
 	opIntOrString
 	opFieldsV1
 	opRawExtension
+	// opStrings is a []string read from a message of its own (repeated
+	// string items = 1): certificates/v1's ExtraValue, a map value only.
+	opStrings
 )
 
 // specials are the types with a hand-written JSON or protobuf encoding
@@ -41,13 +45,14 @@ const (
 // implementing json.Marshaler or encoding.TextMarshaler, or a protobuf
 // Unmarshal of its own on a non-struct type, makes For fail.
 var specials = map[reflect.Type]op{
-	reflect.TypeFor[metav1.Time]():          opTime,
-	reflect.TypeFor[metav1.MicroTime]():     opMicroTime,
-	reflect.TypeFor[metav1.Duration]():      opDuration,
-	reflect.TypeFor[resource.Quantity]():    opQuantity,
-	reflect.TypeFor[intstr.IntOrString]():   opIntOrString,
-	reflect.TypeFor[metav1.FieldsV1]():      opFieldsV1,
-	reflect.TypeFor[runtime.RawExtension](): opRawExtension,
+	reflect.TypeFor[metav1.Time]():               opTime,
+	reflect.TypeFor[metav1.MicroTime]():          opMicroTime,
+	reflect.TypeFor[metav1.Duration]():           opDuration,
+	reflect.TypeFor[resource.Quantity]():         opQuantity,
+	reflect.TypeFor[intstr.IntOrString]():        opIntOrString,
+	reflect.TypeFor[metav1.FieldsV1]():           opFieldsV1,
+	reflect.TypeFor[runtime.RawExtension]():      opRawExtension,
+	reflect.TypeFor[certificatesv1.ExtraValue](): opStrings,
 }
 
 // value is how one Go value (a field's, a slice element's, a map value's)
@@ -352,6 +357,9 @@ func (b *builder) protoField(sf reflect.StructField, ptag string) (field, error)
 	}
 	if f.val, err = b.value(t); err != nil {
 		return field{}, fmt.Errorf("%s: %w", sf.Name, err)
+	}
+	if f.val.op == opStrings {
+		return field{}, fmt.Errorf("%s: a %s not in a map", sf.Name, t)
 	}
 	return f, nil
 }

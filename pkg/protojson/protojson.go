@@ -9,8 +9,9 @@
 // fields' protobuf and json tags; transcoding an object walks the wire
 // bytes with that table and reflects on nothing. The few types whose JSON
 // or protobuf is hand-written (metav1.Time, MicroTime, Duration, FieldsV1,
-// resource.Quantity, intstr.IntOrString, runtime.RawExtension) are written
-// here as their methods write them, mostly by calling those methods. Any
+// resource.Quantity, intstr.IntOrString, runtime.RawExtension,
+// certificates/v1's ExtraValue) are written here as their methods write
+// them, mostly by calling those methods. Any
 // other type with a hand-written encoding makes For refuse the kind, and
 // Append declines any input it is not sure to read exactly as the
 // generated code does (a duplicated field, an unexpected wire type, a

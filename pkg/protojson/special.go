@@ -121,6 +121,32 @@ func (st *state) special(dst []byte, op op, data []byte) ([]byte, bool) {
 		}
 		js, err := r.MarshalJSON()
 		return st.compact(dst, js, err), false
+	case opStrings:
+		// Its Unmarshal appends each item to a value that is never nil
+		// (the map entry's &ExtraValue{}): [] where there are none.
+		dst = append(dst, '[')
+		for len(data) > 0 {
+			num, typ, n := protowire.ConsumeTag(data)
+			if n < 0 || typ == protowire.StartGroupType || typ == protowire.EndGroupType {
+				st.bad = true
+				break
+			}
+			data = data[n:]
+			vn := protowire.ConsumeFieldValue(num, typ, data)
+			if vn < 0 || num == 1 && typ != protowire.BytesType {
+				st.bad = true
+				break
+			}
+			if num == 1 {
+				item, _ := protowire.ConsumeBytes(data)
+				if dst[len(dst)-1] != '[' {
+					dst = append(dst, ',')
+				}
+				dst = appendString(dst, item)
+			}
+			data = data[vn:]
+		}
+		return append(dst, ']'), false
 	}
 	panic("protojson: unknown op")
 }
