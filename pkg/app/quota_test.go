@@ -239,6 +239,25 @@ func TestResourceQuota(t *testing.T) {
 		}
 	})
 
+	// The controller keeps pods' quota States only in namespaces with a
+	// quota: a pod created before its namespace's quota is still seen to end.
+	t.Run("quota created after its pods", func(t *testing.T) {
+		c := newQuotaClient(t, cs, "quota-later")
+		c.create(pod("p1", []string{"c"}, nil), "")
+		c.create(pod("p2", []string{"c"}, nil), "")
+		c.quota("q", map[string]string{"pods": "5"}, nil, nil)
+		c.used("q", map[string]string{"pods": "2"})
+		p1, err := cs.CoreV1().Pods(c.ns).Get(ctx, "p1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p1.Status.Phase = corev1.PodFailed
+		if _, err := cs.CoreV1().Pods(c.ns).UpdateStatus(ctx, p1, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		c.used("q", map[string]string{"pods": "1"})
+	})
+
 	t.Run("custom resources", func(t *testing.T) {
 		c := newQuotaClient(t, cs, "quota-cr")
 		c.quota("cr", map[string]string{"count/widgets.example.com": "1"}, nil, nil)
