@@ -195,9 +195,13 @@ func (c *Cacher) publish(st *state, events []*logEvent) {
 	for _, e := range events {
 		c.events.add(e)
 	}
+	// The snapshot is visible before any watcher has the events, as
+	// kube-apiserver's watch cache updates its store before it dispatches:
+	// a client that lists (resourceVersion 0) on an event sees the state
+	// the event made, not the one before it.
+	c.newest.Store(sn)
 	c.dispatchLocked(events)
 	c.dispatchRV = sn.rv
-	c.newest.Store(sn)
 	c.watchMu.Unlock()
 	c.fresh.advance(sn.rv)
 	c.metrics.ResourceVersion(c.resource, sn.rv)
