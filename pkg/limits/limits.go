@@ -172,16 +172,18 @@ func (t *timeoutWriter) Header() http.Header { return t.h }
 
 // timeOut marks the response as timed out, so that the handler's writes
 // from now on are dropped, unless the handler has returned (done is
-// closed): then its answer was written whole, and finished is true. It
-// waits for a write under way to return. started says whether the handler
-// had started answering.
+// closed) after starting its answer: then it was written whole, and
+// finished is true. It waits for a write under way to return. started
+// says whether the handler had started answering.
 func (t *timeoutWriter) timeOut(done <-chan struct{}) (started, finished bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	select {
-	case <-done:
-		return t.started, true
-	default:
+	if t.started {
+		select {
+		case <-done:
+			return true, true
+		default:
+		}
 	}
 	t.timedOut = true
 	return t.started, false

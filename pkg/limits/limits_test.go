@@ -110,6 +110,18 @@ func TestRequestTimeout(t *testing.T) {
 	if w := serve(h, http.MethodGet, "/api/v1/namespaces/a/configmaps?watch=true", nil); w.Code != http.StatusOK {
 		t.Errorf("a watch: %d, want it unbounded", w.Code)
 	}
+	// A handler that returns as soon as its deadline passes, its answer
+	// dropped, leaves the 504 to the filter (never an empty 200), whichever
+	// of the two sees the deadline first.
+	quick := WithRequestTimeout(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+		w.WriteHeader(http.StatusInternalServerError) // dropped
+	}), 10*time.Millisecond)
+	for range 50 {
+		if w := serve(quick, http.MethodPut, "/api/v1/namespaces/a/configmaps/b", nil); w.Code != http.StatusGatewayTimeout {
+			t.Fatalf("a handler that returned at its deadline: %d %q, want 504", w.Code, w.Body)
+		}
+	}
 }
 
 // TestRequestTimeoutAbortsAnAnswerBegun: an answer still being written at
