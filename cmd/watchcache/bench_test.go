@@ -123,8 +123,8 @@ func checkNewScenarios(t *testing.T, scenarios []bench.Scenario) {
 }
 
 // checkEtcdLists checks that the etcdlists scenario read every config map
-// in each of its lists (one alone, then ten), with a positive time and CPU
-// (checkRow checks that no list failed).
+// in each of its lists (one alone, then ten), with a positive time, and
+// CPU for the ten (checkRow checks that no list failed).
 func checkEtcdLists(t *testing.T, s bench.Scenario, configMaps int) {
 	t.Helper()
 	if len(s.Rows) != 2 {
@@ -139,7 +139,7 @@ func checkEtcdLists(t *testing.T, s bench.Scenario, configMaps int) {
 			t.Errorf("%s: %v bytes, want at least %v", s.Rows[i].Label, got, least)
 		}
 		for _, name := range []string{"all done", "fastest list", "slowest list", "throughput, all lists", "server CPU"} {
-			if values[name] <= 0 {
+			if values[name] <= 0 && (name != "server CPU" || lists > 1) { // one tiny list may take under a tick of CPU time
 				t.Errorf("%s %s: %v, want > 0", s.Rows[i].Label, name, values[name])
 			}
 		}
