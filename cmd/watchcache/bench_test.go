@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/watchcache/watchcache/pkg/bench"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // runMainEnv makes the test binary behave as the watchcache binary, so that
@@ -193,9 +196,11 @@ func TestBenchScenariosFlag(t *testing.T) {
 // server, as test/cluster's BenchmarkWritePath runs it against
 // kube-apiserver and watchcache: the benchmark starts nothing, reads the
 // server's CPU and memory by its process id, and creates the default
-// ServiceAccounts a server without controllers lacks.
+// ServiceAccounts a server without their controller lacks. Its pods'
+// owners exist: the garbage collector marks none for deletion (a write
+// per pod kube-apiserver alone would not make).
 func TestBenchWritePathServer(t *testing.T) {
-	s := server(t, "--controllers=")
+	s := server(t, "--controllers=garbagecollector")
 	startAll(t, s)
 	defer s.stop(syscall.SIGKILL)
 	kubeconfig := filepath.Join(s.args[1], "kubeconfig")
@@ -212,6 +217,19 @@ func TestBenchWritePathServer(t *testing.T) {
 		checkRow(t, "writepath", row)
 	}
 	checkWritePath(t, report.Scenarios[0])
+	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := kubernetes.NewForConfigOrDie(config).CoreV1().Pods("").List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 64 {
+		t.Fatalf("pods after the benchmark: %d, %v", len(pods.Items), err)
+	}
+	for _, pod := range pods.Items {
+		if pod.DeletionTimestamp != nil {
+			t.Fatalf("pod %s/%s marked for deletion: its owner %v", pod.Namespace, pod.Name, pod.OwnerReferences)
+		}
+	}
 	if err := s.cmd.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("the benchmark stopped the server it did not start: %v", err)
 	}

@@ -71,6 +71,10 @@ func (b *bench) writePath(ctx context.Context) error {
 		}
 	}
 	n, namespaces, nodes := b.cfg.WritePathPods, b.cfg.Namespaces, b.cfg.Nodes
+	ownerUIDs, err := createPodOwners(ctx, s.apiClient, n, namespaces)
+	if err != nil {
+		return err
+	}
 	path := func(i int) (ns, name string) { return benchdata.Namespace(i, namespaces), fmt.Sprintf("pod-%06d", i) }
 	create := writePathPhase{verb: "creates"}
 	patch := writePathPhase{verb: "status patches"}
@@ -80,7 +84,8 @@ func (b *bench) writePath(ctx context.Context) error {
 	}{
 		{&create, func(ctx context.Context, i int) error {
 			ns, _ := path(i)
-			_, err := s.create(ctx, "/api/v1/namespaces/"+ns+"/pods", benchdata.Pod(i, namespaces, nodes))
+			owner, _ := benchdata.Owner(i)
+			_, err := s.create(ctx, "/api/v1/namespaces/"+ns+"/pods", benchdata.PodOwnedBy(i, namespaces, nodes, ownerUIDs[ns+"/"+owner]))
 			return err
 		}},
 		{&patch, func(ctx context.Context, i int) error {
@@ -299,4 +304,31 @@ func writePathScenario(cfg Config, create, patch writePathPhase, mem memory, byN
 		Sides: []string{side},
 		Rows:  rows,
 	}
+}
+
+// createPodOwners creates the ReplicaSets (scaled to zero) that own the
+// first n pods and returns their uids by namespace/name. Pods naming owners
+// that do not exist would each be marked for deletion by watchcache's
+// garbage collector, a write per pod that kube-apiserver without
+// kube-controller-manager does not make.
+func createPodOwners(ctx context.Context, s *apiClient, n, namespaces int) (map[string]string, error) {
+	uids := map[string]string{}
+	for i := range n {
+		ns := benchdata.Namespace(i, namespaces)
+		owner, _ := benchdata.Owner(i)
+		if _, ok := uids[ns+"/"+owner]; ok {
+			continue
+		}
+		var created struct {
+			Metadata struct {
+				UID string `json:"uid"`
+			} `json:"metadata"`
+		}
+		if err := s.doJSON(ctx, http.MethodPost, "/apis/apps/v1/namespaces/"+ns+"/replicasets", "application/json",
+			benchdata.ReplicaSet(ns, owner), &created); err != nil {
+			return nil, err
+		}
+		uids[ns+"/"+owner] = created.Metadata.UID
+	}
+	return uids, nil
 }
