@@ -250,8 +250,7 @@ func storedConfigMap(i int) (key string, value []byte) {
 }
 
 // putConfigMaps writes n config maps (storedConfigMap) straight into
-// b.etcd, in protobuf as the server stores them, etcdBatch per
-// transaction, loadWorkers transactions at a time.
+// b.etcd, as the server stores them (see putStored).
 func (b *bench) putConfigMaps(ctx context.Context, n int) (directLoad, error) {
 	cfg := clientv3.Config{Endpoints: []string{b.etcd.url}, DialTimeout: 10 * time.Second, Context: ctx}
 	if b.cfg.EtcdListsEmbeddedEtcd {
@@ -274,26 +273,8 @@ func (b *bench) putConfigMaps(ctx context.Context, n int) (directLoad, error) {
 		return directLoad{}, err
 	}
 	defer client.Close()
-	codec := configMapsResource.StorageCodec()
-	began := time.Now()
-	batches := (n + etcdBatch - 1) / etcdBatch
 	label := fmt.Sprintf("%s config maps into etcd (txns)", FormatValue(Count, float64(n)))
-	_, size, err := b.writeAll(ctx, label, batches, func(ctx context.Context, batch int) (int64, error) {
-		var ops []clientv3.Op
-		var size int64
-		for i := batch * etcdBatch; i < min(n, (batch+1)*etcdBatch); i++ {
-			key, value := storedConfigMap(i)
-			stored, err := codec.Encode(value)
-			if err != nil {
-				return 0, err
-			}
-			ops = append(ops, clientv3.OpPut(key, string(stored)))
-			size += int64(len(value))
-		}
-		_, err := client.Txn(ctx).Then(ops...).Commit()
-		return size, err
-	})
-	return directLoad{pods: n, jsonBytes: size, took: time.Since(began)}, err
+	return b.putStored(ctx, client, label, n, configMapsResource.StorageCodec(), storedConfigMap)
 }
 
 // etcdListsScenario reports the two phases.

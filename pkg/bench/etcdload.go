@@ -94,32 +94,39 @@ func (d directLoad) describe() string {
 var podCodec = podsResource.StorageCodec()
 
 // putPods writes benchdata's pods from to to-1 straight into b.etcd, as
-// the server stores them (see storedPod; in protobuf), etcdBatch per
-// transaction, loadWorkers transactions at a time. The size it reports is
-// of their JSON.
+// the server stores them (see storedPod and putStored).
 func (b *bench) putPods(ctx context.Context, from, to, namespaces, nodes int) (directLoad, error) {
 	client, err := clientv3.New(clientv3.Config{Endpoints: []string{b.etcd.url}, DialTimeout: 10 * time.Second, Context: ctx})
 	if err != nil {
 		return directLoad{}, err
 	}
 	defer client.Close()
-	began := time.Now()
-	batches := (to - from + etcdBatch - 1) / etcdBatch
 	label := fmt.Sprintf("%s pods into etcd (txns)", FormatValue(Count, float64(to-from)))
+	return b.putStored(ctx, client, label, to-from, podCodec, func(i int) (string, []byte) { return storedPod(from+i, namespaces, nodes) })
+}
+
+// putStored writes objects 0 to n-1 of stored (etcd key and the JSON the
+// server stores) through codec (protobuf, as the server stores them)
+// straight into etcd, etcdBatch per transaction, loadWorkers transactions
+// at a time. The size it reports is of their JSON.
+func (b *bench) putStored(ctx context.Context, client *clientv3.Client, label string, n int, codec *resource.StorageCodec,
+	stored func(i int) (key string, value []byte)) (directLoad, error) {
+	began := time.Now()
+	batches := (n + etcdBatch - 1) / etcdBatch
 	_, size, err := b.writeAll(ctx, label, batches, func(ctx context.Context, batch int) (int64, error) {
 		var ops []clientv3.Op
 		var size int64
-		for i := from + batch*etcdBatch; i < min(to, from+(batch+1)*etcdBatch); i++ {
-			key, value := storedPod(i, namespaces, nodes)
-			stored, err := podCodec.Encode(value)
+		for i := batch * etcdBatch; i < min(n, (batch+1)*etcdBatch); i++ {
+			key, value := stored(i)
+			encoded, err := codec.Encode(value)
 			if err != nil {
 				return 0, err
 			}
-			ops = append(ops, clientv3.OpPut(key, string(stored)))
+			ops = append(ops, clientv3.OpPut(key, string(encoded)))
 			size += int64(len(value))
 		}
 		_, err := client.Txn(ctx).Then(ops...).Commit()
 		return size, err
 	})
-	return directLoad{pods: to - from, jsonBytes: size, took: time.Since(began)}, err
+	return directLoad{pods: n, jsonBytes: size, took: time.Since(began)}, err
 }
