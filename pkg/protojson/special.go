@@ -28,15 +28,8 @@ type small struct {
 func (st *state) readSmall(data []byte, wires [4]protowire.Type) small {
 	var s small
 	for len(data) > 0 {
-		num, typ, n := protowire.ConsumeTag(data)
-		if n < 0 || typ == protowire.StartGroupType || typ == protowire.EndGroupType {
-			st.bad = true
-			return s
-		}
-		data = data[n:]
-		vn := protowire.ConsumeFieldValue(num, typ, data)
-		if vn < 0 {
-			st.bad = true
+		num, typ, val, rest, ok := st.readField(data)
+		if !ok {
 			return s
 		}
 		if num >= 1 && num <= 3 && wires[num] != 0 {
@@ -45,9 +38,9 @@ func (st *state) readSmall(data []byte, wires [4]protowire.Type) small {
 				return s
 			}
 			s.has[num] = true
-			s.payload[num], s.x[num], _ = consume(typ, data)
+			s.payload[num], s.x[num], _ = consume(typ, val)
 		}
-		data = data[vn:]
+		data = rest
 	}
 	return s
 }

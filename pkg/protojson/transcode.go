@@ -30,15 +30,10 @@ func comma(dst []byte) []byte {
 func (st *state) members(dst []byte, m *message, data []byte) []byte {
 	base := len(st.seen)
 	st.seen = append(st.seen, make([]occurrence, len(m.fields))...)
-	for off := 0; off < len(data); {
-		num, typ, n := protowire.ConsumeTag(data[off:])
-		if n < 0 || typ == protowire.StartGroupType || typ == protowire.EndGroupType {
-			st.bad = true
-			break
-		}
-		vn := protowire.ConsumeFieldValue(num, typ, data[off+n:])
-		if vn < 0 {
-			st.bad = true
+	for rest := data; len(rest) > 0; {
+		off := len(data) - len(rest)
+		num, _, _, next, ok := st.readField(rest)
+		if !ok {
 			break
 		}
 		if i := m.field(num); i >= 0 {
@@ -48,7 +43,7 @@ func (st *state) members(dst []byte, m *message, data []byte) []byte {
 			}
 			o.count++
 		}
-		off += n + vn
+		rest = next
 	}
 	for i := range m.fields {
 		if st.bad {
@@ -133,13 +128,12 @@ func (st *state) list(dst []byte, f *field, data []byte) []byte {
 	mark := len(dst)
 	dst = append(append(comma(dst), f.key...), '[')
 	elems := 0
-	for len(data) > 0 && !st.bad {
-		num, typ, n := protowire.ConsumeTag(data)
-		data = data[n:]
-		if num != f.num {
-			data = data[protowire.ConsumeFieldValue(num, typ, data):]
-			continue
+	for !st.bad {
+		typ, rest, ok := nextOf(data, f.num)
+		if !ok {
+			break
 		}
+		data = rest
 		switch {
 		case typ == f.val.wire:
 			payload, x, n := consume(typ, data)
@@ -184,13 +178,12 @@ func (st *state) list(dst []byte, f *field, data []byte) []byte {
 // entries with the same key only (as the generated code keeps it).
 func (st *state) mapOf(dst []byte, f *field, data []byte) []byte {
 	base := len(st.entries)
-	for len(data) > 0 && !st.bad {
-		num, typ, n := protowire.ConsumeTag(data)
-		data = data[n:]
-		if num != f.num {
-			data = data[protowire.ConsumeFieldValue(num, typ, data):]
-			continue
+	for !st.bad {
+		typ, rest, ok := nextOf(data, f.num)
+		if !ok {
+			break
 		}
+		data = rest
 		if typ != protowire.BytesType {
 			st.bad = true
 			break
@@ -228,15 +221,8 @@ func (st *state) mapOf(dst []byte, f *field, data []byte) []byte {
 func (st *state) mapEntry(msg []byte, f *field) entry {
 	var e entry
 	for len(msg) > 0 {
-		num, typ, n := protowire.ConsumeTag(msg)
-		if n < 0 || typ == protowire.StartGroupType || typ == protowire.EndGroupType {
-			st.bad = true
-			return e
-		}
-		msg = msg[n:]
-		vn := protowire.ConsumeFieldValue(num, typ, msg)
-		if vn < 0 {
-			st.bad = true
+		num, typ, val, rest, ok := st.readField(msg)
+		if !ok {
 			return e
 		}
 		switch num {
@@ -244,14 +230,14 @@ func (st *state) mapEntry(msg []byte, f *field) entry {
 			if typ != protowire.BytesType {
 				st.bad = true
 			}
-			e.key, _, _ = consume(typ, msg)
+			e.key, _, _ = consume(typ, val)
 		case 2:
 			if typ != f.mapVal.wire {
 				st.bad = true
 			}
-			e.value, e.x, _ = consume(typ, msg)
+			e.value, e.x, _ = consume(typ, val)
 		}
-		msg = msg[vn:]
+		msg = rest
 	}
 	return e
 }
@@ -296,4 +282,36 @@ func (st *state) value(dst []byte, v *value, payload []byte, x uint64) ([]byte, 
 		return st.message(dst, v.msg, payload), false
 	}
 	return st.special(dst, v.op, payload)
+}
+
+// readField reads the field msg opens: its number, wire type, value (its bytes
+// after the tag) and the fields after it. A group or a malformed field is
+// declined (st.bad, ok false).
+func (st *state) readField(msg []byte) (num protowire.Number, typ protowire.Type, val, rest []byte, ok bool) {
+	num, typ, n := protowire.ConsumeTag(msg)
+	if n < 0 || typ == protowire.StartGroupType || typ == protowire.EndGroupType {
+		st.bad = true
+		return 0, 0, nil, nil, false
+	}
+	vn := protowire.ConsumeFieldValue(num, typ, msg[n:])
+	if vn < 0 {
+		st.bad = true
+		return 0, 0, nil, nil, false
+	}
+	return num, typ, msg[n : n+vn], msg[n+vn:], true
+}
+
+// nextOf skips data's fields up to the next one numbered num and returns
+// its wire type and the data after its tag (ok false: none left). data's
+// fields have been read by members, which declines malformed ones.
+func nextOf(data []byte, num protowire.Number) (typ protowire.Type, rest []byte, ok bool) {
+	for len(data) > 0 {
+		n, typ, l := protowire.ConsumeTag(data)
+		data = data[l:]
+		if n == num {
+			return typ, data, true
+		}
+		data = data[protowire.ConsumeFieldValue(n, typ, data):]
+	}
+	return 0, nil, false
 }
