@@ -158,15 +158,19 @@ func (converter) Convert(in, out, _ any) error {
 	return nil
 }
 
+// ConvertToVersion sets in's apiVersion; in is unstructured or, for a
+// built-in kind, its Go object (what httpapi's managedFields of a write
+// other than an apply compare).
 func (converter) ConvertToVersion(in runtime.Object, gv runtime.GroupVersioner) (runtime.Object, error) {
-	u, ok := in.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("apply: cannot convert %T", in)
+	kind := in.GetObjectKind()
+	if target, ok := gv.KindForGroupVersionKinds([]schema.GroupVersionKind{kind.GroupVersionKind()}); ok {
+		if u, ok := in.(*unstructured.Unstructured); ok {
+			u.SetAPIVersion(target.GroupVersion().String())
+		} else {
+			kind.SetGroupVersionKind(target.GroupVersion().WithKind(kind.GroupVersionKind().Kind))
+		}
 	}
-	if target, ok := gv.KindForGroupVersionKinds([]schema.GroupVersionKind{u.GroupVersionKind()}); ok {
-		u.SetAPIVersion(target.GroupVersion().String())
-	}
-	return u, nil
+	return in, nil
 }
 
 func (converter) ConvertFieldLabel(_ schema.GroupVersionKind, label, value string) (string, string, error) {
