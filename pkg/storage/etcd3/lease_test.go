@@ -63,13 +63,13 @@ func TestTTL(t *testing.T) {
 	if _, err := client.Revoke(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	expectEvent(t, ctx, w, storage.EventAdded, "a")
-	expectEvent(t, ctx, w, storage.EventDeleted, "a")
+	expectEvent(t, ctx, w, storage.EventAdded, "ns/a")
+	expectEvent(t, ctx, w, storage.EventDeleted, "ns/a")
 	created, err := store.Create(ctx, "ns/b", pod("b", "n1"))
 	if err != nil {
 		t.Fatalf("a create after the lease was revoked: %v", err)
 	}
-	expectEvent(t, ctx, w, storage.EventAdded, "b")
+	expectEvent(t, ctx, w, storage.EventAdded, "ns/b")
 	if l := lease("b"); l == 0 || l == first {
 		t.Fatalf("created with lease %x after %x was revoked", l, first)
 	}
@@ -79,7 +79,7 @@ func TestTTL(t *testing.T) {
 	if _, err := store.GuaranteedUpdate(ctx, "ns/b", nil, func(*object.Object) ([]byte, error) { return pod("b", "n2"), nil }, nil); err != nil {
 		t.Fatal(err)
 	}
-	expectEvent(t, ctx, w, storage.EventModified, "b")
+	expectEvent(t, ctx, w, storage.EventModified, "ns/b")
 	if lease("b") == 0 {
 		t.Fatal("updated without a lease")
 	}
@@ -88,24 +88,25 @@ func TestTTL(t *testing.T) {
 		t.Fatalf("the updated object expired with its create's lease: %v", err)
 	}
 	began := time.Now()
-	ev := expectEvent(t, ctx, w, storage.EventDeleted, "b")
+	ev := expectEvent(t, ctx, w, storage.EventDeleted, "ns/b")
 	if ev.ResourceVersion <= created.ResourceVersion() {
 		t.Errorf("delete at %d, not after the create at %d", ev.ResourceVersion, created.ResourceVersion())
 	}
 	t.Logf("expired %v after the check", time.Since(began).Round(100*time.Millisecond))
 }
 
-// expectEvent waits for w's next event and checks its type and name.
-func expectEvent(t *testing.T, ctx context.Context, w storage.Watcher, typ storage.EventType, name string) storage.Event {
+// expectEvent waits for w's next event and checks its type, its object's
+// key and that the object is at the event's revision.
+func expectEvent(t *testing.T, ctx context.Context, w storage.Watcher, typ storage.EventType, key string) storage.Event {
 	t.Helper()
 	select {
 	case ev := <-w.ResultChan():
-		if ev.Type != typ || ev.Object == nil || ev.Object.Name() != name {
-			t.Fatalf("event %s %v, want %s of %s", ev.Type, ev.Object, typ, name)
+		if ev.Type != typ || ev.Object == nil || ev.Object.Key() != key || ev.Object.ResourceVersion() != ev.ResourceVersion {
+			t.Fatalf("event %s %v at %d, want %s of %s", ev.Type, ev.Object, ev.ResourceVersion, typ, key)
 		}
 		return ev
 	case <-ctx.Done():
-		t.Fatalf("no %s event of %s", typ, name)
+		t.Fatalf("no %s event of %s", typ, key)
 		return storage.Event{}
 	}
 }

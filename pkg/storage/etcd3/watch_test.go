@@ -41,17 +41,11 @@ func TestWatchKeyOnlyDeletes(t *testing.T) {
 	}
 	next := func(w storage.Watcher) storage.Event {
 		t.Helper()
-		select {
-		case ev := <-w.ResultChan():
-			if ev.Type != storage.EventDeleted || ev.Object == nil || ev.Object.Key() != "ns/a" ||
-				ev.ResourceVersion != deleted.ResourceVersion() || ev.Object.ResourceVersion() != ev.ResourceVersion {
-				t.Fatalf("event %s %v at %d, want DELETED ns/a at %d", ev.Type, ev.Object, ev.ResourceVersion, deleted.ResourceVersion())
-			}
-			return ev
-		case <-ctx.Done():
-			t.Fatal("no event")
+		ev := expectEvent(t, ctx, w, storage.EventDeleted, "ns/a")
+		if ev.ResourceVersion != deleted.ResourceVersion() {
+			t.Fatalf("DELETED at %d, want %d", ev.ResourceVersion, deleted.ResourceVersion())
 		}
-		return storage.Event{}
+		return ev
 	}
 	if ev := next(keyOnly); len(ev.Object.Stored()) != 0 {
 		t.Errorf("KeyOnlyDeletes: DELETED carries %s, want the key alone", ev.Object.Stored())
