@@ -355,6 +355,8 @@ func (s *Store) writeIfUnchanged(ctx context.Context, key string, cur *object.Ob
 // "rules":[] written, "rules":null answered and read).
 func (s *Store) storedValue(ctx context.Context, fullKey string, obj *object.Object) (string, *object.Object, error) {
 	value := obj.Stored()
+	// decodes says a watch decoding the value gives obj (see written).
+	decodes := true
 	if s.codec != nil {
 		var err error
 		enc, ok := s.codec.(BuiltEncoder)
@@ -366,7 +368,9 @@ func (s *Store) storedValue(ctx context.Context, fullKey string, obj *object.Obj
 		if err != nil {
 			return "", nil, &storage.Error{Code: storage.ErrInternal, Key: strings.TrimPrefix(fullKey, s.prefix), Message: "encoding the object", Err: err}
 		}
-		if rt, ok := s.codec.(RoundTripCodec); ok && !rt.RoundTrips(obj.Stored()) {
+		rt, ok := s.codec.(RoundTripCodec)
+		decodes = ok
+		if ok && !rt.RoundTrips(obj.Stored()) {
 			if obj, err = s.decodePlain(obj.Key(), value, 0); err != nil {
 				return "", nil, err
 			}
@@ -379,7 +383,9 @@ func (s *Store) storedValue(ctx context.Context, fullKey string, obj *object.Obj
 		}
 	}
 	stored := unsafe.String(unsafe.SliceData(value), len(value))
-	s.remember(fullKey, stored, obj)
+	if decodes {
+		s.remember(fullKey, stored, obj)
+	}
 	return stored, obj, nil
 }
 

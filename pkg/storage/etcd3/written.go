@@ -12,9 +12,10 @@ import (
 
 // RoundTripCodec is a Codec that can tell, for a record's stored JSON,
 // whether decoding what it encodes gives that JSON back byte for byte
-// (false when it cannot tell cheaply). Only then does a store remember the
-// record of a value it writes (see written); with any other codec every
-// watch event is decoded.
+// (false when it cannot tell cheaply). A store remembers the record of a
+// value it writes (see written): the record itself when it round-trips,
+// else the one it decoded from the value to answer the write with; with
+// any other codec every watch event is decoded.
 type RoundTripCodec interface {
 	Codec
 	RoundTrips(stored []byte) bool
@@ -72,16 +73,12 @@ type writtenSlot struct {
 }
 
 // remember notes that value, about to be written at fullKey, is the
-// encoding of record, if a watch may take it and the codec round-trips.
+// encoding of record, which decoding value gives (the caller knows: the
+// codec round-trips, or record was decoded from value), if a watch may
+// take it.
 func (s *Store) remember(fullKey, value string, record *object.Object) {
 	if s.written.watches.Load() == 0 {
 		return
-	}
-	if s.codec != nil {
-		rt, ok := s.codec.(RoundTripCodec)
-		if !ok || !rt.RoundTrips(record.Stored()) {
-			return
-		}
 	}
 	w := &s.written
 	w.mu.Lock()
