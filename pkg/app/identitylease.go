@@ -73,22 +73,22 @@ func (l *identityLease) run(ctx context.Context, log func(msg string, args ...an
 	defer renew.Stop()
 	collect := time.NewTicker(identityGCInterval)
 	defer collect.Stop()
-	for tick := ctx.Done(); ; {
+	for collectNow := true; ; { // the first round, and each hour
 		if err := l.renew(ctx); err != nil && ctx.Err() == nil {
 			log("identity lease", "err", err)
 		}
-		if tick == ctx.Done() { // the first round, and each hour
+		if collectNow {
 			if err := l.collect(ctx, time.Now()); err != nil && ctx.Err() == nil {
 				log("identity lease garbage collection", "err", err)
 			}
-			tick = nil
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-renew.C:
+			collectNow = false
 		case <-collect.C:
-			tick = ctx.Done()
+			collectNow = true
 		}
 	}
 }
